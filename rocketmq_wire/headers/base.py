@@ -1,0 +1,168 @@
+"""Typed custom headers: Java's ``CommandCustomHeader`` classes as Python dataclasses.
+
+On the wire a custom header is nothing but string entries in the command's ext map. Java fills the map from
+the header's fields in *declared* order (which matters: keys that share a ``HashMap`` bucket keep insertion
+order) and renders values with ``toString()`` -- decimal for Integer/Long, ``true``/``false`` for Boolean.
+Each header here declares its fields in that same order with their Java names, so a header built in Python
+puts exactly the entries, in exactly the order, that the Java class would.
+
+Four headers (send V2 request, send response, pull request, pull response) also have a *fast path* in the
+ROCKETMQ binary serialization: they are written entry by entry in a fixed order ahead of the ext map instead
+of being merged into it. Those classes set ``FAST_FIELDS`` to that order.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping
+from typing import Any, ClassVar, Self, TypeVar
+
+from rocketmq_wire.errors import CodecError
+
+_JAVA = "java"
+_KIND = "kind"
+_REQUIRED = "required"
+
+
+def _jfield(java: str, kind: type, required: bool) -> Any:
+    return dataclasses.field(default=None, metadata={_JAVA: java, _KIND: kind, _REQUIRED: required})
+
+
+def jstr(java: str, *, required: bool = False) -> Any:
+    """A ``String`` field named ``java`` on the wire."""
+    return _jfield(java, str, required)
+
+
+def jint(java: str, *, required: bool = False) -> Any:
+    """An ``Integer``/``Long``/``int``/``long`` field (decimal on the wire)."""
+    return _jfield(java, int, required)
+
+
+def jbool(java: str, *, required: bool = False) -> Any:
+    """A ``Boolean``/``boolean`` field (``true``/``false`` on the wire)."""
+    return _jfield(java, bool, required)
+
+
+def jfloat(java: str, *, required: bool = False) -> Any:
+    """A ``Double`` field."""
+    return _jfield(java, float, required)
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class JavaField:
+    """One header field: Python attribute, Java name, value kind and whether Java marks it ``@CFNotNull``."""
+
+    attr: str
+    java: str
+    kind: type
+    required: bool
+
+
+def render_value(value: object) -> str:
+    """Render a field value as Java's ``toString()`` would put it in the ext map."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, float):
+        return java_double_to_string(value)
+    return str(value)
+
+
+def java_double_to_string(value: float) -> str:
+    """``Double.toString`` for the values headers carry (integral values get a trailing ``.0``)."""
+    if value != value:
+        return "NaN"
+    if value in (float("inf"), float("-inf")):
+        return "Infinity" if value > 0 else "-Infinity"
+    text = repr(value)
+    if "e" in text or "E" in text:
+        mantissa, exp = text.lower().split("e")
+        if "." not in mantissa:
+            mantissa += ".0"
+        return f"{mantissa}E{int(exp)}"
+    return text
+
+
+def parse_java_int(text: str, field: str) -> int:
+    """``Integer.parseInt``/``Long.parseLong``: optional sign, ASCII digits, nothing else."""
+    body = text[1:] if text[:1] in ("+", "-") else text
+    if not body or not body.isascii() or not body.isdigit():
+        raise CodecError(f"header field {field!r}: {text!r} is not a decimal integer")
+    return int(text)
+
+
+def parse_value(kind: type, text: str, field: str) -> object:
+    """Parse an ext-map string into a field value, as Java's header decoding does."""
+    if kind is str:
+        return text
+    if kind is int:
+        return parse_java_int(text, field)
+    if kind is bool:
+        return text.lower() == "true"  # Boolean.parseBoolean: anything else is false
+    if kind is float:
+        try:
+            return float(text)
+        except ValueError:
+            raise CodecError(f"header field {field!r}: {text!r} is not a number") from None
+    raise CodecError(f"header field {field!r}: unsupported kind {kind!r}")
+
+
+H = TypeVar("H", bound="CommandHeader")
+
+
+@dataclasses.dataclass(slots=True)
+class CommandHeader:
+    """Base of every typed header. Subclasses are dataclasses whose fields use :func:`jstr` and friends."""
+
+    #: For the four fast-path headers: Java wire names in the order the binary fast path writes them.
+    FAST_FIELDS: ClassVar[tuple[str, ...]] = ()
+    #: Request codes this header is the request header of (used to recognise fast-path frames).
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = ()
+
+    @classmethod
+    def java_fields(cls) -> tuple[JavaField, ...]:
+        """The declared fields in Java's declared order (computed once per class)."""
+        cached: tuple[JavaField, ...] | None = cls.__dict__.get("_java_fields_cache")
+        if cached is None:
+            cached = tuple(
+                JavaField(f.name, f.metadata[_JAVA], f.metadata[_KIND], f.metadata[_REQUIRED])
+                for f in dataclasses.fields(cls)
+                if _JAVA in f.metadata
+            )
+            type.__setattr__(cls, "_java_fields_cache", cached)
+        return cached
+
+    def ext_items(self) -> Iterator[tuple[str, str]]:
+        """Entries Java's ``makeCustomHeaderToNet`` would put, in declared order, nulls skipped."""
+        for f in self.java_fields():
+            value = getattr(self, f.attr)
+            if value is not None:
+                yield f.java, render_value(value)
+
+    def fast_items(self) -> Iterator[tuple[str, str]]:
+        """Entries in the binary fast-path order (``FAST_FIELDS``), nulls skipped."""
+        by_java = {f.java: f for f in self.java_fields()}
+        for name in self.FAST_FIELDS:
+            value = getattr(self, by_java[name].attr)
+            if value is not None:
+                yield name, render_value(value)
+
+    def to_ext(self) -> dict[str, str]:
+        return dict(self.ext_items())
+
+    @classmethod
+    def from_ext(cls, ext: Mapping[str, str]) -> Self:
+        """Build the header from ext-map entries; unknown entries are ignored, as Java does.
+
+        Raises :class:`CodecError` when a ``@CFNotNull`` field is missing or a number does not parse.
+        """
+        values: dict[str, object] = {}
+        for f in cls.java_fields():
+            text = ext.get(f.java)
+            if text is None:
+                if f.required:
+                    raise CodecError(f"{cls.__name__}: the custom field <{f.java}> is null")
+                continue
+            values[f.attr] = parse_value(f.kind, text, f.java)
+        return cls(**values)
