@@ -14,7 +14,9 @@ from pathlib import Path
 
 import pytest
 
-GOLDEN_DIR = Path(os.environ.get("RMQ_GOLDEN_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "golden"))
+GOLDEN_DIR = Path(
+    os.environ.get("RMQ_GOLDEN_DIR", Path(__file__).resolve().parents[1].parent / "shared" / "golden")
+)
 CAPTURES = ("java498-json", "java498-rocketmq", "java533-json", "java533-rocketmq")
 
 
@@ -49,7 +51,9 @@ class GoldenFrame:
 def load_golden() -> tuple[GoldenFrame, ...]:
     """Every captured frame, in capture order; skips the calling test if the folder is absent."""
     if not GOLDEN_DIR.is_dir():
-        pytest.skip(f"golden frames not found: {GOLDEN_DIR} is missing (it lives in shared/golden beside the repo)")
+        pytest.skip(
+            f"golden frames not found: {GOLDEN_DIR} is missing (it lives in shared/golden beside the repo)"
+        )
     frames: list[GoldenFrame] = []
     for capture in CAPTURES:
         path = GOLDEN_DIR / f"{capture}.jsonl"

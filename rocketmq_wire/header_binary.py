@@ -1,0 +1,184 @@
+"""The ROCKETMQ binary header serialization (``RocketMQSerializable``).
+
+Layout (declared in ``layouts.ROCKETMQ_HEADER``): code, language byte, version, opaque, flag, remark with an
+int length, then the ext map as entries of (short key length, key, int value length, value).
+
+Java 4.9.8+ has a fast path for four headers (send V2 request, send response, pull request, pull response):
+their fields are written as entries in a fixed order *before* whatever the ext map holds. When an RPC hook
+had copied the header into the ext map too (mqadmin's ACL signing does), the same keys appear twice; Java's
+reader keeps the last value. We read such a prefix back into the typed header so that writing the command
+again gives the same bytes, and ``RemotingCommand.fields()`` gives the merged view Java sees.
+"""
+
+from __future__ import annotations
+
+import functools
+import struct
+from collections.abc import Iterable
+
+from rocketmq_wire.codes import LanguageCode
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.header_fields import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, HeaderFields
+from rocketmq_wire.headers.base import CommandHeader
+from rocketmq_wire.javahash import ExtFields, infer_capacity
+from rocketmq_wire.layouts import ROCKETMQ_FIXED_FORMAT
+
+_FIXED = struct.Struct(ROCKETMQ_FIXED_FORMAT)
+_INT = struct.Struct(">i")
+_SHORT = struct.Struct(">h")
+
+
+def _check_range(name: str, value: int, low: int, high: int) -> None:
+    if not low <= value <= high:
+        raise CodecError(f"{name} {value} does not fit the binary header ({low}..{high})")
+
+
+def encode_entries(entries: Iterable[tuple[str, str]]) -> bytes:
+    out = bytearray()
+    for key, value in entries:
+        kb = key.encode("utf-8")
+        vb = value.encode("utf-8")
+        if len(kb) > INT16_MAX:
+            raise CodecError(f"ext key of {len(kb)} bytes is too long for the binary header")
+        out += _SHORT.pack(len(kb))
+        out += kb
+        out += _INT.pack(len(vb))
+        out += vb
+    return bytes(out)
+
+
+def encode_binary_header(
+    code: int,
+    language: LanguageCode,
+    version: int,
+    opaque: int,
+    flag: int,
+    remark: str | None,
+    ext_entries: Iterable[tuple[str, str]],
+) -> bytes:
+    """The header bytes; ``ext_entries`` in wire order (fast-path fields first, then the map)."""
+    _check_range("code", code, INT16_MIN, INT16_MAX)
+    _check_range("version", version, INT16_MIN, INT16_MAX)
+    _check_range("opaque", opaque, INT32_MIN, INT32_MAX)
+    _check_range("flag", flag, INT32_MIN, INT32_MAX)
+    lang = int(language)
+    if not -128 <= lang <= 127:
+        raise CodecError(f"language {lang} does not fit in a byte")
+    remark_bytes = remark.encode("utf-8") if remark else b""
+    ext_bytes = encode_entries(ext_entries)
+    return b"".join(
+        (
+            _FIXED.pack(code, lang, version, opaque, flag, len(remark_bytes)),
+            remark_bytes,
+            _INT.pack(len(ext_bytes)),
+            ext_bytes,
+        )
+    )
+
+
+def decode_entries(data: bytes | memoryview, start: int, end: int) -> list[tuple[str, str]]:
+    """Ext entries between ``start`` and ``end``, duplicates and all, in wire order."""
+    entries: list[tuple[str, str]] = []
+    pos = start
+    try:
+        while pos < end:
+            if end - pos < 6:
+                raise CodecError(f"ext map ends inside an entry header at offset {pos}")
+            (klen,) = _SHORT.unpack_from(data, pos)
+            pos += 2
+            if klen < 0 or pos + klen + 4 > end:
+                raise CodecError(f"ext key length {klen} at offset {pos - 2} runs past the ext map")
+            key = bytes(data[pos : pos + klen]).decode("utf-8")
+            pos += klen
+            (vlen,) = _INT.unpack_from(data, pos)
+            pos += 4
+            if vlen < 0 or pos + vlen > end:
+                raise CodecError(f"ext value length {vlen} for key {key!r} runs past the ext map")
+            value = bytes(data[pos : pos + vlen]).decode("utf-8")
+            pos += vlen
+            entries.append((key, value))
+    except UnicodeDecodeError as exc:
+        raise CodecError(f"ext entry near offset {pos} is not valid UTF-8: {exc.reason}") from None
+    return entries
+
+
+@functools.cache
+def fast_path_candidates(code: int, is_response: bool) -> tuple[type[CommandHeader], ...]:
+    """Fast-path header classes a frame with this code and direction may start with."""
+    from rocketmq_wire.headers import FAST_PATH_HEADERS
+
+    if is_response:
+        return tuple(h for h in FAST_PATH_HEADERS if not h.REQUEST_CODES)
+    return tuple(h for h in FAST_PATH_HEADERS if code in h.REQUEST_CODES)
+
+
+def _fast_prefix_length(header_cls: type[CommandHeader], entries: list[tuple[str, str]]) -> int:
+    """How many leading entries follow the class's fast-path field order (each field at most once)."""
+    order = header_cls.FAST_FIELDS
+    pos = 0
+    for count, (key, _) in enumerate(entries):
+        try:
+            pos = order.index(key, pos) + 1
+        except ValueError:
+            return count
+    return len(entries)
+
+
+def split_fast_path(
+    candidates: Iterable[type[CommandHeader]], entries: list[tuple[str, str]]
+) -> tuple[CommandHeader | None, list[tuple[str, str]]]:
+    """Take a fast-path header off the front of ``entries`` if one of ``candidates`` wrote it.
+
+    The prefix is accepted only if the typed header renders it back to the very same entries, so reading
+    a frame that merely looks similar never changes what it re-encodes to.
+    """
+    for header_cls in candidates:
+        n = _fast_prefix_length(header_cls, entries)
+        if n == 0:
+            continue
+        prefix = entries[:n]
+        try:
+            header = header_cls.from_ext(dict(prefix))
+        except CodecError:
+            continue
+        if list(header.fast_items()) == prefix:
+            return header, entries[n:]
+    return None, entries
+
+
+def ext_from_entries(entries: list[tuple[str, str]]) -> ExtFields | None:
+    if not entries:
+        return None
+    ext = ExtFields(entries)  # a repeated key keeps its first place and its last value, as in Java
+    ext.capacity = infer_capacity(list(ext))
+    return ext
+
+
+def decode_binary_header(data: bytes | memoryview) -> HeaderFields:
+    size = len(data)
+    if size < _FIXED.size + 4:
+        raise CodecError(f"binary header of {size} bytes is shorter than the fixed part ({_FIXED.size + 4})")
+    code, lang, version, opaque, flag, remark_len = _FIXED.unpack_from(data, 0)
+    pos = _FIXED.size
+    if remark_len < 0 or pos + remark_len + 4 > size:
+        raise CodecError(f"remark length {remark_len} runs past the header of {size} bytes")
+    remark: str | None = None
+    if remark_len > 0:
+        try:
+            remark = bytes(data[pos : pos + remark_len]).decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise CodecError(f"remark is not valid UTF-8: {exc.reason}") from None
+    pos += remark_len
+    (ext_len,) = _INT.unpack_from(data, pos)
+    pos += 4
+    if ext_len < 0 or pos + ext_len > size:
+        raise CodecError(f"ext map length {ext_len} runs past the header of {size} bytes")
+    entries = decode_entries(data, pos, pos + ext_len) if ext_len > 0 else []
+    fast_header: CommandHeader | None = None
+    if entries:
+        candidates = fast_path_candidates(code, bool(flag & 1))
+        if candidates:
+            fast_header, entries = split_fast_path(candidates, entries)
+    return HeaderFields(
+        code, LanguageCode(lang), version, opaque, flag, remark, ext_from_entries(entries), fast_header
+    )

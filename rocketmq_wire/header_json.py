@@ -1,0 +1,131 @@
+"""The JSON header serialization, as fastjson writes and reads a ``RemotingCommand``.
+
+fastjson writes the bean's properties sorted by name and leaves out nulls, so a Java header is always
+``code, extFields?, flag, language, opaque, remark?, serializeTypeCurrentRPC, version``; ext fields come in
+Java ``HashMap`` order. Reading is lenient the way Java is: the C++ client sorts its keys, writes some ext
+values as bare numbers, sends ``"remark":""`` and a trailing newline, and leaves out
+``serializeTypeCurrentRPC``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from rocketmq_wire.codes import LanguageCode
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.fastjson import dump_str
+from rocketmq_wire.header_fields import INT32_MAX, INT32_MIN, HeaderFields
+from rocketmq_wire.javahash import ExtFields, infer_capacity
+
+
+def encode_json_header(
+    code: int,
+    language: LanguageCode,
+    version: int,
+    opaque: int,
+    flag: int,
+    remark: str | None,
+    ext_items: Iterable[tuple[str, str]] | None,
+) -> bytes:
+    """The header bytes; ``ext_items`` already in wire order, ``None`` for no map at all."""
+    parts = ['{"code":', str(int(code))]
+    if ext_items is not None:
+        parts.append(',"extFields":{')
+        parts.append(",".join(dump_str(k) + ":" + dump_str(v) for k, v in ext_items))
+        parts.append("}")
+    parts.append(f',"flag":{int(flag)},"language":"{language.name}","opaque":{int(opaque)}')
+    if remark is not None:
+        parts.append(',"remark":')
+        parts.append(dump_str(remark))
+    parts.append(f',"serializeTypeCurrentRPC":"JSON","version":{int(version)}}}')
+    try:
+        return "".join(parts).encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise CodecError(f"header text is not encodable as UTF-8: {exc.reason}") from None
+
+
+def _int_field(obj: dict[str, object], name: str, default: int) -> int:
+    value = obj.get(name, default)
+    if value is None:
+        return default
+    if isinstance(value, bool) or not isinstance(value, int):
+        if isinstance(value, str):
+            try:
+                value = int(value)
+            except ValueError:
+                raise CodecError(f"JSON header field {name!r} is not an integer: {value!r}") from None
+        else:
+            raise CodecError(f"JSON header field {name!r} is not an integer: {value!r}")
+    if not INT32_MIN <= value <= INT32_MAX:
+        raise CodecError(f"JSON header field {name!r} is out of the 32-bit range: {value}")
+    return value
+
+
+def _language(value: object) -> LanguageCode:
+    if value is None:
+        return LanguageCode.JAVA  # Java's default when the field is missing
+    if isinstance(value, str):
+        try:
+            return LanguageCode[value]
+        except KeyError:
+            raise CodecError(f"JSON header has an unknown language {value!r}") from None
+    if isinstance(value, int) and not isinstance(value, bool):
+        return LanguageCode(value)
+    raise CodecError(f"JSON header language is neither a name nor a number: {value!r}")
+
+
+def _ext_value(key: str, value: object) -> str | None:
+    """Ext values as Java's map of strings ends up holding them (numbers and booleans stringified)."""
+    if isinstance(value, str):
+        return value
+    if value is None:
+        return None
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    if isinstance(value, int | float):
+        return str(value)
+    raise CodecError(f"JSON header ext field {key!r} is not a scalar: {type(value).__name__}")
+
+
+def decode_json_header(data: bytes) -> HeaderFields:
+    try:
+        obj = json.loads(data)
+    except UnicodeDecodeError as exc:
+        raise CodecError(f"JSON header is not valid UTF-8 at byte {exc.start}") from None
+    except (ValueError, RecursionError) as exc:
+        raise CodecError(f"JSON header does not parse: {exc}") from None
+    if not isinstance(obj, dict):
+        raise CodecError(f"JSON header is a {type(obj).__name__}, not an object")
+
+    raw_ext = obj.get("extFields")
+    ext: ExtFields | None
+    if raw_ext is None:
+        ext = None
+    elif isinstance(raw_ext, dict):
+        ext = ExtFields()
+        for key, value in raw_ext.items():
+            text = _ext_value(key, value)
+            if text is not None:
+                ext[key] = text
+        ext.capacity = infer_capacity(list(ext))
+    else:
+        raise CodecError(f"JSON header extFields is a {type(raw_ext).__name__}, not an object")
+
+    remark = obj.get("remark")
+    if remark is not None and not isinstance(remark, str):
+        if isinstance(remark, bool | dict | list):
+            raise CodecError(f"JSON header remark is not a string: {remark!r}")
+        remark = str(remark)
+
+    return HeaderFields(
+        code=_int_field(obj, "code", 0),
+        language=_language(obj.get("language")),
+        version=_int_field(obj, "version", 0),
+        opaque=_int_field(obj, "opaque", 0),
+        flag=_int_field(obj, "flag", 0),
+        remark=remark,
+        ext_fields=ext,
+    )
