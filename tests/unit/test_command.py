@@ -174,7 +174,7 @@ def test_round_trip(
             struct.pack(">II", 4 + 18, 18) + b'{"code":"abc"}    ',
             "not an integer",
         ),
-        (struct.pack(">II", 4 + 19, 19) + b'{"language":"XX"} ', "unknown language"),
+        (struct.pack(">II", 4 + 18, 18) + b'{"language":"XX"} ', "unknown language"),
         (struct.pack(">II", 4 + 25, 25) + b'{"extFields":{"a":[1]}}  ', "not a scalar"),
     ],
 )
