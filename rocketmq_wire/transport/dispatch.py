@@ -1,0 +1,215 @@
+"""Routing incoming requests to handlers by request code, the way Java's remoting layer answers them.
+
+Used by both the server (its whole job) and the client (brokers send producers and consumers requests such
+as CHECK_TRANSACTION_STATE and NOTIFY_CONSUMER_IDS_CHANGED over the client's own connection).
+
+Behaviour that Java peers rely on, mirrored here:
+
+* an unregistered code is answered REQUEST_CODE_NOT_SUPPORTED, remark ``" request type <code> not supported"``
+  (with Java's leading space);
+* a handler that raises is answered SYSTEM_ERROR, remark "<exception>, <where it was raised>";
+* a oneway request never gets an answer, not even an error;
+* a handler returning ``None`` sends nothing: it may answer later with :meth:`Connection.send_response`.
+
+Each request runs in its own task, so a slow handler does not hold up the connection. Handlers registered
+with ``ordered=True`` instead run one at a time, in arrival order, per connection (all ordered codes of one
+connection share that lane). A connection whose peer keeps more than ``max_in_flight`` requests unfinished
+stops being read until it drops back to half that, which bounds the tasks and buffered answers one peer costs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import traceback
+from collections import deque
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from rocketmq_wire.codes import ResponseCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.transport.connection import Connection
+from rocketmq_wire.transport.errors import RemotingClosedError
+
+logger = logging.getLogger("rocketmq_wire.transport")
+
+#: ``async def handler(request, conn) -> response or None``.
+Handler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
+
+DEFAULT_MAX_IN_FLIGHT = 4096
+
+
+@dataclass(frozen=True, slots=True)
+class _Registration:
+    handler: Handler
+    ordered: bool
+
+
+@dataclass(slots=True)
+class _PeerState:
+    """Per-connection bookkeeping: unfinished requests, and the ordered lane when one is in use."""
+
+    in_flight: int = 0
+    paused: bool = False
+    lane: deque[tuple[Handler, RemotingCommand]] = field(default_factory=deque)
+    lane_running: bool = False
+
+
+def describe_exception(exc: BaseException) -> str:
+    """The remark Java puts in a SYSTEM_ERROR answer: the exception text, then its innermost frame."""
+    name = type(exc).__name__
+    message = str(exc)
+    text = f"{name}: {message}" if message else name
+    frames = traceback.extract_tb(exc.__traceback__)
+    if frames:
+        last = frames[-1]
+        text += f", {last.name}({os.path.basename(last.filename)}:{last.lineno})"
+    return text
+
+
+class RequestDispatcher:
+    """The request callback of a set of connections: looks up the handler and runs it in a task."""
+
+    def __init__(
+        self,
+        handlers: Mapping[int, Handler] | None = None,
+        *,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+    ) -> None:
+        if max_in_flight < 2:
+            raise ValueError("max_in_flight must be at least 2")
+        self._handlers: dict[int, _Registration] = {}
+        self._default: _Registration | None = None
+        self._max_in_flight = max_in_flight
+        self._peers: dict[Connection, _PeerState] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._closed = False
+        for code, handler in (handlers or {}).items():
+            self.register(code, handler)
+
+    def register(self, code: int, handler: Handler, *, ordered: bool = False) -> None:
+        """Route ``code`` to ``handler``, replacing any earlier registration for it."""
+        self._handlers[int(code)] = _Registration(handler, ordered)
+
+    def register_default(self, handler: Handler | None, *, ordered: bool = False) -> None:
+        """Handle every unregistered code (Java's default processor); ``None`` restores NOT_SUPPORTED."""
+        self._default = None if handler is None else _Registration(handler, ordered)
+
+    def handles(self, code: int) -> bool:
+        return int(code) in self._handlers or self._default is not None
+
+    @property
+    def active_tasks(self) -> int:
+        return len(self._tasks)
+
+    def __call__(self, request: RemotingCommand, conn: Connection) -> None:
+        if self._closed:
+            return
+        registration = self._handlers.get(request.code, self._default)
+        if registration is None:
+            self._reject_unsupported(request, conn)
+            return
+        peer = self._peers.get(conn)
+        if peer is None:
+            peer = self._peers[conn] = _PeerState()
+            conn.add_close_callback(self._forget)
+        peer.in_flight += 1
+        if peer.in_flight >= self._max_in_flight and not peer.paused:
+            peer.paused = True
+            logger.debug("%s has %d requests in flight: pausing reads", conn.remote_address, peer.in_flight)
+            conn.pause_reading()
+        if registration.ordered:
+            peer.lane.append((registration.handler, request))
+            if not peer.lane_running:
+                peer.lane_running = True
+                self._spawn(self._drain_lane(conn, peer))
+        else:
+            self._spawn(self._handle_one(registration.handler, request, conn, peer))
+
+    async def close(self) -> None:
+        """Stop taking requests and cancel the handlers still running; returns once they have all ended."""
+        self._closed = True
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+    # -- internals -------------------------------------------------------------------------------------
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.get_running_loop().create_task(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _forget(self, conn: Connection) -> None:
+        self._peers.pop(conn, None)
+
+    def _finished(self, conn: Connection, peer: _PeerState) -> None:
+        peer.in_flight -= 1
+        if peer.paused and peer.in_flight <= self._max_in_flight // 2:
+            peer.paused = False
+            logger.debug(
+                "%s down to %d requests in flight: resuming reads", conn.remote_address, peer.in_flight
+            )
+            conn.resume_reading()
+
+    async def _handle_one(
+        self, handler: Handler, request: RemotingCommand, conn: Connection, peer: _PeerState
+    ) -> None:
+        try:
+            await self._run(handler, request, conn)
+        finally:
+            self._finished(conn, peer)
+
+    async def _drain_lane(self, conn: Connection, peer: _PeerState) -> None:
+        try:
+            while peer.lane:
+                handler, request = peer.lane.popleft()
+                try:
+                    await self._run(handler, request, conn)
+                finally:
+                    self._finished(conn, peer)
+        finally:
+            peer.lane_running = False
+
+    async def _run(self, handler: Handler, request: RemotingCommand, conn: Connection) -> None:
+        try:
+            response = await handler(request, conn)
+        except Exception as exc:
+            logger.exception(
+                "handler for request code %d (opaque %d) from %s failed",
+                request.code,
+                request.opaque,
+                conn.remote_address,
+            )
+            if request.is_oneway:
+                return
+            response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
+        if response is None:
+            return
+        if request.is_oneway:
+            logger.debug(
+                "dropping the answer to oneway request code %d from %s", request.code, conn.remote_address
+            )
+            return
+        response.opaque = request.opaque
+        response.serialize_type = request.serialize_type
+        try:
+            await conn.send_response(response)
+        except RemotingClosedError as exc:
+            logger.debug(
+                "cannot answer request code %d (opaque %d): %s", request.code, request.opaque, exc.reason
+            )
+
+    def _reject_unsupported(self, request: RemotingCommand, conn: Connection) -> None:
+        remark = f" request type {request.code} not supported"
+        logger.error("%s%s", conn.remote_address, remark)
+        if request.is_oneway:
+            return
+        try:
+            conn.send_response_nowait(request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
+        except RemotingClosedError:
+            pass
