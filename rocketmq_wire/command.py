@@ -15,7 +15,6 @@ from typing import TypeVar
 from rocketmq_wire.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.header_binary import decode_binary_header, encode_binary_header
-from rocketmq_wire.header_fields import HeaderFields
 from rocketmq_wire.header_json import decode_json_header, encode_json_header
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.javahash import ExtFields
@@ -63,7 +62,7 @@ class RemotingCommand:
         custom_header: CommandHeader | None = None,
     ) -> None:
         self.code = int(code)
-        self.language = LanguageCode(language)
+        self.language = language if type(language) is LanguageCode else LanguageCode(language)
         self.version = version
         self.opaque = opaque
         self.flag = flag
@@ -73,7 +72,9 @@ class RemotingCommand:
         else:
             self.ext_fields = ExtFields(ext_fields)
         self.body = bytes(body) if body else b""
-        self.serialize_type = SerializeType(serialize_type)
+        self.serialize_type = (
+            serialize_type if type(serialize_type) is SerializeType else SerializeType(serialize_type)
+        )
         self.custom_header = custom_header
 
     # -- construction helpers -------------------------------------------------------------------------
@@ -222,37 +223,40 @@ class RemotingCommand:
     @classmethod
     def decode(cls, frame: bytes | bytearray | memoryview) -> RemotingCommand:
         """Decode one whole frame (length prefix included); malformed input raises :class:`CodecError`."""
+        if type(frame) is not bytes:
+            frame = bytes(frame)
         size = len(frame)
         if size < 8:
             raise CodecError(f"frame of {size} bytes is shorter than the 8-byte minimum")
         length, header_word = _PREFIX.unpack_from(frame, 0)
         if length != size - 4:
             raise CodecError(f"length prefix says {length} bytes follow, but the frame holds {size - 4}")
-        header_length = header_word & 0xFFFFFF
-        if 8 + header_length > size:
-            raise CodecError(f"header length {header_length} runs past the frame of {size} bytes")
+        header_end = 8 + (header_word & 0xFFFFFF)
+        if header_end > size:
+            raise CodecError(f"header length {header_end - 8} runs past the frame of {size} bytes")
         type_byte = header_word >> 24
-        view = memoryview(frame)
-        header_bytes = view[8 : 8 + header_length]
-        fields: HeaderFields
-        if type_byte == SerializeType.JSON:
-            fields = decode_json_header(bytes(header_bytes))
-        elif type_byte == SerializeType.ROCKETMQ:
-            fields = decode_binary_header(header_bytes)
+        if type_byte == 0:
+            fields = decode_json_header(frame[8:header_end])
+            serialize_type = SerializeType.JSON
+        elif type_byte == 1:
+            fields = decode_binary_header(frame[8:header_end])
+            serialize_type = SerializeType.ROCKETMQ
         else:
             raise CodecError(f"unknown serialize type {type_byte} in the header length word")
-        return cls(
-            code=fields.code,
-            language=fields.language,
-            version=fields.version,
-            opaque=fields.opaque,
-            flag=fields.flag,
-            remark=fields.remark,
-            ext_fields=fields.ext_fields,
-            body=bytes(view[8 + header_length :]),
-            serialize_type=SerializeType(type_byte),
-            custom_header=fields.fast_header,
-        )
+        cmd = cls.__new__(cls)
+        (
+            cmd.code,
+            cmd.language,
+            cmd.version,
+            cmd.opaque,
+            cmd.flag,
+            cmd.remark,
+            cmd.ext_fields,
+            cmd.custom_header,
+        ) = fields
+        cmd.body = frame[header_end:]
+        cmd.serialize_type = serialize_type
+        return cmd
 
     # -- misc -----------------------------------------------------------------------------------------
 

@@ -26,6 +26,7 @@ from rocketmq_wire.layouts import ROCKETMQ_FIXED_FORMAT
 _FIXED = struct.Struct(ROCKETMQ_FIXED_FORMAT)
 _INT = struct.Struct(">i")
 _SHORT = struct.Struct(">h")
+_LANGUAGES = {int(member): member for member in LanguageCode}
 
 
 def _check_range(name: str, value: int, low: int, high: int) -> None:
@@ -33,18 +34,25 @@ def _check_range(name: str, value: int, low: int, high: int) -> None:
         raise CodecError(f"{name} {value} does not fit the binary header ({low}..{high})")
 
 
+@functools.lru_cache(maxsize=4096)
+def _key_prefix(key: str) -> bytes:
+    """A key with its length, as written before every value (keys repeat, so this is cached)."""
+    kb = key.encode("utf-8")
+    if len(kb) > INT16_MAX:
+        raise CodecError(f"ext key of {len(kb)} bytes is too long for the binary header")
+    return _SHORT.pack(len(kb)) + kb
+
+
 def encode_entries(entries: Iterable[tuple[str, str]]) -> bytes:
-    out = bytearray()
+    parts: list[bytes] = []
+    append = parts.append
+    pack = _INT.pack
     for key, value in entries:
-        kb = key.encode("utf-8")
         vb = value.encode("utf-8")
-        if len(kb) > INT16_MAX:
-            raise CodecError(f"ext key of {len(kb)} bytes is too long for the binary header")
-        out += _SHORT.pack(len(kb))
-        out += kb
-        out += _INT.pack(len(vb))
-        out += vb
-    return bytes(out)
+        append(_key_prefix(key))
+        append(pack(len(vb)))
+        append(vb)
+    return b"".join(parts)
 
 
 def encode_binary_header(
@@ -76,27 +84,29 @@ def encode_binary_header(
     )
 
 
-def decode_entries(data: bytes | memoryview, start: int, end: int) -> list[tuple[str, str]]:
+def decode_entries(data: bytes, start: int, end: int) -> list[tuple[str, str]]:
     """Ext entries between ``start`` and ``end``, duplicates and all, in wire order."""
     entries: list[tuple[str, str]] = []
+    append = entries.append
+    short_at = _SHORT.unpack_from
+    int_at = _INT.unpack_from
     pos = start
     try:
         while pos < end:
             if end - pos < 6:
                 raise CodecError(f"ext map ends inside an entry header at offset {pos}")
-            (klen,) = _SHORT.unpack_from(data, pos)
+            klen = short_at(data, pos)[0]
             pos += 2
             if klen < 0 or pos + klen + 4 > end:
                 raise CodecError(f"ext key length {klen} at offset {pos - 2} runs past the ext map")
-            key = bytes(data[pos : pos + klen]).decode("utf-8")
+            key = data[pos : pos + klen].decode("utf-8")
             pos += klen
-            (vlen,) = _INT.unpack_from(data, pos)
+            vlen = int_at(data, pos)[0]
             pos += 4
             if vlen < 0 or pos + vlen > end:
                 raise CodecError(f"ext value length {vlen} for key {key!r} runs past the ext map")
-            value = bytes(data[pos : pos + vlen]).decode("utf-8")
+            append((key, data[pos : pos + vlen].decode("utf-8")))
             pos += vlen
-            entries.append((key, value))
     except UnicodeDecodeError as exc:
         raise CodecError(f"ext entry near offset {pos} is not valid UTF-8: {exc.reason}") from None
     return entries
@@ -150,11 +160,11 @@ def ext_from_entries(entries: list[tuple[str, str]]) -> ExtFields | None:
     if not entries:
         return None
     ext = ExtFields(entries)  # a repeated key keeps its first place and its last value, as in Java
-    ext.capacity = infer_capacity(list(ext))
+    ext.capacity = infer_capacity(ext)
     return ext
 
 
-def decode_binary_header(data: bytes | memoryview) -> HeaderFields:
+def decode_binary_header(data: bytes) -> HeaderFields:
     size = len(data)
     if size < _FIXED.size + 4:
         raise CodecError(f"binary header of {size} bytes is shorter than the fixed part ({_FIXED.size + 4})")
@@ -165,7 +175,7 @@ def decode_binary_header(data: bytes | memoryview) -> HeaderFields:
     remark: str | None = None
     if remark_len > 0:
         try:
-            remark = bytes(data[pos : pos + remark_len]).decode("utf-8")
+            remark = data[pos : pos + remark_len].decode("utf-8")
         except UnicodeDecodeError as exc:
             raise CodecError(f"remark is not valid UTF-8: {exc.reason}") from None
     pos += remark_len
@@ -179,6 +189,5 @@ def decode_binary_header(data: bytes | memoryview) -> HeaderFields:
         candidates = fast_path_candidates(code, bool(flag & 1))
         if candidates:
             fast_header, entries = split_fast_path(candidates, entries)
-    return HeaderFields(
-        code, LanguageCode(lang), version, opaque, flag, remark, ext_from_entries(entries), fast_header
-    )
+    language = _LANGUAGES.get(lang) or LanguageCode(lang)
+    return HeaderFields(code, language, version, opaque, flag, remark, ext_from_entries(entries), fast_header)

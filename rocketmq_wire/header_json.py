@@ -9,7 +9,9 @@ values as bare numbers, sends ``"remark":""`` and a trailing newline, and leaves
 
 from __future__ import annotations
 
+import functools
 import json
+import re
 from collections.abc import Iterable
 
 from rocketmq_wire.codes import LanguageCode
@@ -17,6 +19,15 @@ from rocketmq_wire.errors import CodecError
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.header_fields import INT32_MAX, INT32_MIN, HeaderFields
 from rocketmq_wire.javahash import ExtFields, infer_capacity
+
+_key_literal = functools.lru_cache(maxsize=4096)(dump_str)
+
+#: The stdlib's C encoder escapes exactly like fastjson except for what these find in its output: controls it
+#: writes with lower-case hex digits, and (non-ASCII, so only looked for then) characters fastjson escapes
+#: but it leaves raw.
+_STDLIB_LOWER_HEX = re.compile(r"\\u00(?:0[bef]|1[a-f])")
+_STDLIB_RAW = re.compile("[\x7f-\x9f\u2028\u2029]")
+_stdlib_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
 
 
 def encode_json_header(
@@ -29,20 +40,39 @@ def encode_json_header(
     ext_items: Iterable[tuple[str, str]] | None,
 ) -> bytes:
     """The header bytes; ``ext_items`` already in wire order, ``None`` for no map at all."""
-    parts = ['{"code":', str(int(code))]
-    if ext_items is not None:
-        parts.append(',"extFields":{')
-        parts.append(",".join(dump_str(k) + ":" + dump_str(v) for k, v in ext_items))
-        parts.append("}")
-    parts.append(f',"flag":{int(flag)},"language":"{language.name}","opaque":{int(opaque)}')
+    ext = None if ext_items is None else dict(ext_items)
+    obj: dict[str, object] = {"code": int(code)}
+    if ext is not None:
+        obj["extFields"] = ext
+    obj["flag"] = int(flag)
+    obj["language"] = language.name
+    obj["opaque"] = int(opaque)
     if remark is not None:
-        parts.append(',"remark":')
-        parts.append(dump_str(remark))
-    parts.append(f',"serializeTypeCurrentRPC":"JSON","version":{int(version)}}}')
+        obj["remark"] = remark
+    obj["serializeTypeCurrentRPC"] = "JSON"
+    obj["version"] = int(version)
+    text = _stdlib_dumps(obj)
+    if _STDLIB_LOWER_HEX.search(text) or (not text.isascii() and _STDLIB_RAW.search(text)):
+        text = _fastjson_text(obj, ext)
     try:
-        return "".join(parts).encode("utf-8")
+        return text.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise CodecError(f"header text is not encodable as UTF-8: {exc.reason}") from None
+
+
+def _fastjson_text(obj: dict[str, object], ext: dict[str, str] | None) -> str:
+    """The same header written string by string with fastjson's own escaping (the rare, slow case)."""
+    parts = []
+    for name, value in obj.items():
+        if name == "extFields":
+            assert ext is not None
+            inner = ",".join(_key_literal(k) + ":" + dump_str(v) for k, v in ext.items())
+            parts.append('"extFields":{' + inner + "}")
+        elif isinstance(value, str):
+            parts.append(f'"{name}":' + dump_str(value))
+        else:
+            parts.append(f'"{name}":{value}')
+    return "{" + ",".join(parts) + "}"
 
 
 def _int_field(obj: dict[str, object], name: str, default: int) -> int:
@@ -105,12 +135,15 @@ def decode_json_header(data: bytes) -> HeaderFields:
     if raw_ext is None:
         ext = None
     elif isinstance(raw_ext, dict):
-        ext = ExtFields()
-        for key, value in raw_ext.items():
-            text = _ext_value(key, value)
-            if text is not None:
-                ext[key] = text
-        ext.capacity = infer_capacity(list(ext))
+        if all(type(v) is str for v in raw_ext.values()):
+            ext = ExtFields(raw_ext)
+        else:
+            ext = ExtFields()
+            for key, value in raw_ext.items():
+                text = _ext_value(key, value)
+                if text is not None:
+                    ext[key] = text
+        ext.capacity = infer_capacity(ext)
     else:
         raise CodecError(f"JSON header extFields is a {type(raw_ext).__name__}, not an object")
 

@@ -59,11 +59,16 @@ def bucket_of(key: str, table_size: int) -> int:
 
 def hashmap_order(keys: Iterable[str], initial_capacity: int | None = None) -> list[str]:
     """Keys in the order a Java ``HashMap`` built by inserting them in the given order iterates them."""
-    key_list = list(keys)
-    size = final_table_size(len(key_list), initial_capacity)
-    mask = size - 1
+    key_tuple = tuple(keys)
+    return [key_tuple[i] for i in _order_permutation(key_tuple, initial_capacity)]
+
+
+@functools.lru_cache(maxsize=4096)
+def _order_permutation(keys: tuple[str, ...], initial_capacity: int | None) -> tuple[int, ...]:
+    """Positions of ``keys`` in iteration order; cached because commands of one kind share a key tuple."""
+    mask = final_table_size(len(keys), initial_capacity) - 1
     # sorted() is stable, so keys of one bucket keep their insertion order.
-    return sorted(key_list, key=lambda k: hashmap_spread(k) & mask)
+    return tuple(sorted(range(len(keys)), key=lambda i: hashmap_spread(keys[i]) & mask))
 
 
 def is_hashmap_order(keys: list[str], initial_capacity: int | None = None) -> bool:
@@ -82,14 +87,19 @@ def is_hashmap_order(keys: list[str], initial_capacity: int | None = None) -> bo
 _KNOWN_CAPACITIES: tuple[int | None, ...] = (None, 256)
 
 
-def infer_capacity(keys: list[str]) -> int | None:
+def infer_capacity(keys: Iterable[str]) -> int | None:
     """The constructor capacity that explains an observed key order: ``None`` (default) when it fits.
 
     An order that no known capacity explains (a non-Java peer that sorts its keys, say) also yields ``None``:
     re-encoding then uses Java's default order, which any peer accepts.
     """
+    return _infer_capacity(tuple(keys))
+
+
+@functools.lru_cache(maxsize=4096)
+def _infer_capacity(keys: tuple[str, ...]) -> int | None:
     for capacity in _KNOWN_CAPACITIES:
-        if is_hashmap_order(keys, capacity):
+        if is_hashmap_order(list(keys), capacity):
             return capacity
     return None
 
@@ -119,7 +129,8 @@ class ExtFields(dict[str, str]):
         self.capacity = capacity
 
     def items_java_order(self) -> list[tuple[str, str]]:
-        return [(k, self[k]) for k in hashmap_order(self, self.capacity)]
+        items = tuple(self.items())
+        return [items[i] for i in _order_permutation(tuple(self), self.capacity)]
 
     def copy(self) -> ExtFields:
         return ExtFields(self, capacity=self.capacity)

@@ -148,7 +148,13 @@ def test_round_trip(
     )
     frame = cmd.encode()
     back = RemotingCommand.decode(frame)
-    assert (back.code, back.opaque, back.flag, back.body, back.language) == (code, opaque, flag, body, language)
+    assert (back.code, back.opaque, back.flag, back.body, back.language) == (
+        code,
+        opaque,
+        flag,
+        body,
+        language,
+    )
     assert back.fields() == (ext or {})
     if serialize == SerializeType.JSON:
         assert back.remark == remark
@@ -168,8 +174,14 @@ def test_round_trip(
         (struct.pack(">II", 6, 2) + b"[]", "not an object"),
         (struct.pack(">II", 6, (7 << 24) | 2) + b"{}", "serialize type"),
         (struct.pack(">II", 18, (1 << 24) | 14) + b"\x00" * 14, "shorter than the fixed part"),
-        (struct.pack(">II", 4 + 21, (1 << 24) | 21) + struct.pack(">hbhiiii", 1, 0, 1, 1, 0, 99, 0), "remark"),
-        (struct.pack(">II", 4 + 21, (1 << 24) | 21) + struct.pack(">hbhiiii", 1, 0, 1, 1, 0, 0, 5), "ext map"),
+        (
+            struct.pack(">II", 4 + 21, (1 << 24) | 21) + struct.pack(">hbhiiii", 1, 0, 1, 1, 0, 99, 0),
+            "remark",
+        ),
+        (
+            struct.pack(">II", 4 + 21, (1 << 24) | 21) + struct.pack(">hbhiiii", 1, 0, 1, 1, 0, 0, 5),
+            "ext map",
+        ),
         (
             struct.pack(">II", 4 + 18, 18) + b'{"code":"abc"}    ',
             "not an integer",
@@ -189,3 +201,25 @@ def test_binary_ext_entry_running_past_the_map_is_refused() -> None:
     frame = struct.pack(">II", 4 + len(header), (1 << 24) | len(header)) + header
     with pytest.raises(CodecError, match="value length 100"):
         RemotingCommand.decode(frame)
+
+
+@given(st.text(max_size=30), st.text(max_size=30))
+def test_json_fast_path_writes_what_fastjson_escaping_writes(key: str, value: str) -> None:
+    """The C-encoder fast path must agree with the per-character fastjson writer on any text."""
+    from rocketmq_wire.header_json import _fastjson_text, encode_json_header
+
+    try:
+        fast = encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, value, [(key, value)])
+    except CodecError:
+        return  # lone surrogates cannot be written as UTF-8 by either path
+    obj = {
+        "code": 1,
+        "extFields": {key: value},
+        "flag": 0,
+        "language": "JAVA",
+        "opaque": 1,
+        "remark": value,
+        "serializeTypeCurrentRPC": "JSON",
+        "version": 409,
+    }
+    assert fast == _fastjson_text(obj, {key: value}).encode("utf-8")

@@ -82,7 +82,7 @@ def test_fast_path_frames_carry_their_typed_header(capture: str) -> None:
         if cmd.custom_header is not None:
             typed[type(cmd.custom_header).__name__] += 1
             # The merged view holds every header field, exactly as Java's decoded ext map would.
-            for key, value in cmd.custom_header.ext_items():
+            for key, _value in cmd.custom_header.ext_items():
                 assert key in cmd.fields(), (f.id, key)
             rebuilt = RemotingCommand(
                 code=cmd.code,
