@@ -38,6 +38,8 @@ ConnectionCallback = Callable[["Connection"], None]
 # Transport write-buffer marks: large enough that a few big message bodies don't pause every writer.
 _WRITE_HIGH_WATER = 1024 * 1024
 _WRITE_LOW_WATER = 256 * 1024
+# Coalesced frames are handed over at once past this size, so the transport can apply backpressure mid-turn.
+_FLUSH_AT = 256 * 1024
 
 _OPEN, _CLOSING, _CLOSED = 0, 1, 2
 
@@ -96,6 +98,7 @@ class Connection:
         self._transport: asyncio.Transport | None = None
         self._state = _OPEN
         self._out: list[bytes] = []
+        self._out_size = 0
         self._flush_handle: asyncio.Handle | None = None
         self._write_paused = False
         self._write_waiters: list[asyncio.Future[None]] = []
@@ -229,12 +232,8 @@ class Connection:
 
     def abort(self, reason: str = "aborted locally") -> None:
         """Drop the connection at once, discarding unsent data."""
-        if self._state == _CLOSED:
-            return
-        self._begin_close(reason, None)
-        self._out.clear()
-        if self._transport is not None:
-            self._transport.abort()
+        if self._state != _CLOSED:
+            self._drop(reason, None)
 
     async def wait_closed(self) -> None:
         """Wait until the socket is gone and the close callbacks have run."""
@@ -275,7 +274,10 @@ class Connection:
 
     def _write(self, data: bytes) -> None:
         self._out.append(data)
-        if self._flush_handle is None:
+        self._out_size += len(data)
+        if self._out_size >= _FLUSH_AT:
+            self._flush()
+        elif self._flush_handle is None:
             self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
@@ -286,6 +288,7 @@ class Connection:
         if not out:
             return
         self._out = []
+        self._out_size = 0
         transport = self._transport
         if transport is None or transport.is_closing():
             return  # the waiters learn about it from connection_lost
@@ -349,10 +352,7 @@ class Connection:
         except Exception as exc:  # CodecError by contract; anything else is a decoder bug, same outcome
             reason = f"malformed input: {exc}"
             logger.warning("closing connection from %s: %s", self.remote_address, reason)
-            self._begin_close(reason, exc)
-            self._out.clear()
-            assert self._transport is not None
-            self._transport.abort()
+            self._drop(reason, exc)
             return
         pending = self._pending
         for cmd in commands:
@@ -381,6 +381,13 @@ class Connection:
         self._fail_pending()
         self._resume_writers()  # blocked writers wake up and find the connection closed
 
+    def _drop(self, reason: str, cause: BaseException | None) -> None:
+        self._begin_close(reason, cause)
+        self._out.clear()
+        self._out_size = 0
+        if self._transport is not None:
+            self._transport.abort()
+
     def _fail_pending(self) -> None:
         pending, self._pending = self._pending, {}
         for future in pending.values():
@@ -397,6 +404,7 @@ class Connection:
             self._flush_handle.cancel()
             self._flush_handle = None
         self._out.clear()
+        self._out_size = 0
         self._transport = None
         if not self._closed.done():
             self._closed.set_result(None)
