@@ -8,8 +8,8 @@ Design points, all for throughput with many requests in flight:
 
 * bytes are split into commands in ``data_received`` by a :class:`FrameDecoder`, with no stream reader task;
 * waiters are plain futures in a dict keyed by opaque; a timeout is one ``call_later`` handle, no extra task;
-* frames written in the same event-loop turn are coalesced into one ``writelines`` call, so a burst of
-  responses costs one system call rather than one each;
+* the first frame of an event-loop turn is written at once; those that follow in the same turn are
+  coalesced into one ``writelines`` call, so a burst of responses costs two system calls, not one each;
 * writers only await when the transport has paused writing (its buffer passed the high-water mark).
 
 Any decoding error leaves the stream without frame boundaries, so the connection is dropped at once, with a
@@ -273,12 +273,17 @@ class Connection:
         return err
 
     def _write(self, data: bytes) -> None:
+        if self._flush_handle is None:
+            # First frame this turn goes out at once (no added latency); later ones wait for the batch.
+            self._flush_handle = self._loop.call_soon(self._flush)
+            transport = self._transport
+            if transport is not None and not transport.is_closing():
+                transport.write(data)
+            return
         self._out.append(data)
         self._out_size += len(data)
         if self._out_size >= _FLUSH_AT:
             self._flush()
-        elif self._flush_handle is None:
-            self._flush_handle = self._loop.call_soon(self._flush)
 
     def _flush(self) -> None:
         if self._flush_handle is not None:
