@@ -14,7 +14,7 @@ of being merged into it. Those classes set ``FAST_FIELDS`` to that order.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any, ClassVar, Self, TypeVar
 
 from rocketmq_wire.errors import CodecError
@@ -133,20 +133,45 @@ class CommandHeader:
             type.__setattr__(cls, "_java_fields_cache", cached)
         return cached
 
-    def ext_items(self) -> Iterator[tuple[str, str]]:
-        """Entries Java's ``makeCustomHeaderToNet`` would put, in declared order, nulls skipped."""
-        for f in self.java_fields():
-            value = getattr(self, f.attr)
-            if value is not None:
-                yield f.java, render_value(value)
+    @classmethod
+    def _fast_plan(cls) -> tuple[tuple[str, str, type], ...]:
+        """(attribute, Java name, kind) in fast-path order, computed once per class."""
+        cached: tuple[tuple[str, str, type], ...] | None = cls.__dict__.get("_fast_plan_cache")
+        if cached is None:
+            by_java = {f.java: f for f in cls.java_fields()}
+            cached = tuple((by_java[n].attr, n, by_java[n].kind) for n in cls.FAST_FIELDS)
+            type.__setattr__(cls, "_fast_plan_cache", cached)
+        return cached
 
-    def fast_items(self) -> Iterator[tuple[str, str]]:
+    def _render(self, plan: Iterable[tuple[str, str, type]]) -> list[tuple[str, str]]:
+        items = []
+        for attr, java, kind in plan:
+            value = getattr(self, attr)
+            if value is None:
+                continue
+            if kind is str and type(value) is str:
+                items.append((java, value))
+            elif kind is int and type(value) is int:
+                items.append((java, str(value)))
+            else:
+                items.append((java, render_value(value)))
+        return items
+
+    def ext_items(self) -> list[tuple[str, str]]:
+        """Entries Java's ``makeCustomHeaderToNet`` would put, in declared order, nulls skipped."""
+        return self._render(self._plan())
+
+    def fast_items(self) -> list[tuple[str, str]]:
         """Entries in the binary fast-path order (``FAST_FIELDS``), nulls skipped."""
-        by_java = {f.java: f for f in self.java_fields()}
-        for name in self.FAST_FIELDS:
-            value = getattr(self, by_java[name].attr)
-            if value is not None:
-                yield name, render_value(value)
+        return self._render(self._fast_plan())
+
+    @classmethod
+    def _plan(cls) -> tuple[tuple[str, str, type], ...]:
+        cached: tuple[tuple[str, str, type], ...] | None = cls.__dict__.get("_plan_cache")
+        if cached is None:
+            cached = tuple((f.attr, f.java, f.kind) for f in cls.java_fields())
+            type.__setattr__(cls, "_plan_cache", cached)
+        return cached
 
     def to_ext(self) -> dict[str, str]:
         return dict(self.ext_items())
@@ -158,11 +183,18 @@ class CommandHeader:
         Raises :class:`CodecError` when a ``@CFNotNull`` field is missing or a number does not parse.
         """
         values: dict[str, object] = {}
+        get = ext.get
         for f in cls.java_fields():
-            text = ext.get(f.java)
+            text = get(f.java)
             if text is None:
                 if f.required:
                     raise CodecError(f"{cls.__name__}: the custom field <{f.java}> is null")
                 continue
-            values[f.attr] = parse_value(f.kind, text, f.java)
+            kind = f.kind
+            if kind is str:
+                values[f.attr] = text
+            elif kind is int and text.isdigit() and text.isascii():
+                values[f.attr] = int(text)
+            else:
+                values[f.attr] = parse_value(kind, text, f.java)
         return cls(**values)
