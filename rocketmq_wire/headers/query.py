@@ -1,0 +1,41 @@
+"""Headers of looking messages up: by key through the index, or by commit-log offset."""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import ClassVar
+
+from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.headers.rpc import TopicRequestHeader
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class QueryMessageRequestHeader(TopicRequestHeader):
+    """QUERY_MESSAGE by key or by unique key; the ``_UNIQUE_KEY_QUERY`` ext entry (not a field) says which."""
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.QUERY_MESSAGE,)
+
+    topic: str | None = jstr("topic", required=True)
+    key: str | None = jstr("key", required=True)
+    max_num: int | None = jint("maxNum", required=True)
+    begin_timestamp: int | None = jint("beginTimestamp", required=True)
+    end_timestamp: int | None = jint("endTimestamp", required=True)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class QueryMessageResponseHeader(CommandHeader):
+    """How far the index is built, so a client querying several brokers can merge results."""
+
+    index_last_update_timestamp: int | None = jint("indexLastUpdateTimestamp", required=True)
+    index_last_update_phyoffset: int | None = jint("indexLastUpdatePhyoffset", required=True)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class ViewMessageRequestHeader(TopicRequestHeader):
+    """VIEW_MESSAGE_BY_ID: the offset decoded from an offset message id; 5.x also names the topic."""
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.VIEW_MESSAGE_BY_ID,)
+
+    topic: str | None = jstr("topic")
+    offset: int | None = jint("offset", required=True)
