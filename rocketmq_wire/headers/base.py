@@ -3,8 +3,10 @@
 On the wire a custom header is nothing but string entries in the command's ext map. Java fills the map from
 the header's fields in *declared* order (which matters: keys that share a ``HashMap`` bucket keep insertion
 order) and renders values with ``toString()`` -- decimal for Integer/Long, ``true``/``false`` for Boolean.
-Each header here declares its fields in that same order with their Java names, so a header built in Python
-puts exactly the entries, in exactly the order, that the Java class would.
+Each header here declares its fields in that order with their Java names, so a header built in Python puts
+exactly the entries, in exactly the order, that the Java class would. (5.x collects the fields of a header
+and its superclasses through a ``HashSet``, so its true order is hash-based; the declared orders here are the
+ones that reproduce every captured frame, including every frame where two keys share a bucket.)
 
 Four headers (send V2 request, send response, pull request, pull response) also have a *fast path* in the
 ROCKETMQ binary serialization: they are written entry by entry in a fixed order ahead of the ext map instead
@@ -24,28 +26,31 @@ _KIND = "kind"
 _REQUIRED = "required"
 
 
-def _jfield(java: str, kind: type, required: bool) -> Any:
-    return dataclasses.field(default=None, metadata={_JAVA: java, _KIND: kind, _REQUIRED: required})
+def _jfield(java: str, kind: type, required: bool, default: object) -> Any:
+    return dataclasses.field(default=default, metadata={_JAVA: java, _KIND: kind, _REQUIRED: required})
 
 
-def jstr(java: str, *, required: bool = False) -> Any:
-    """A ``String`` field named ``java`` on the wire."""
-    return _jfield(java, str, required)
+def jstr(java: str, *, required: bool = False, default: str | None = None) -> Any:
+    """A ``String`` field named ``java`` on the wire.
+
+    ``default`` mirrors a Java field initialiser or primitive type: such fields are always sent.
+    """
+    return _jfield(java, str, required, default)
 
 
-def jint(java: str, *, required: bool = False) -> Any:
+def jint(java: str, *, required: bool = False, default: int | None = None) -> Any:
     """An ``Integer``/``Long``/``int``/``long`` field (decimal on the wire)."""
-    return _jfield(java, int, required)
+    return _jfield(java, int, required, default)
 
 
-def jbool(java: str, *, required: bool = False) -> Any:
+def jbool(java: str, *, required: bool = False, default: bool | None = None) -> Any:
     """A ``Boolean``/``boolean`` field (``true``/``false`` on the wire)."""
-    return _jfield(java, bool, required)
+    return _jfield(java, bool, required, default)
 
 
-def jfloat(java: str, *, required: bool = False) -> Any:
+def jfloat(java: str, *, required: bool = False, default: float | None = None) -> Any:
     """A ``Double`` field."""
-    return _jfield(java, float, required)
+    return _jfield(java, float, required, default)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -197,4 +202,9 @@ class CommandHeader:
                 values[f.attr] = int(text)
             else:
                 values[f.attr] = parse_value(kind, text, f.java)
-        return cls(**values)
+        header = cls(**values)
+        header.check()
+        return header
+
+    def check(self) -> None:
+        """Java's ``checkFields``: a header class overrides it to refuse values Java refuses."""
