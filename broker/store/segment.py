@@ -1,0 +1,189 @@
+"""One fixed-size file of a segmented log (commit log or consume queue).
+
+Apache maps each file into memory; we use positioned reads and writes on a file descriptor instead, which
+gives the same page-cache behaviour without the lifetime problems of Python ``mmap`` objects (a buffer that
+is still exported cannot be closed, so deleting a file being read would fail). Files are created at their
+full size, as Apache preallocates them, so the byte layout on disk is identical; the unwritten tail reads as
+zeros, which is what recovery treats as "nothing here".
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+log = logging.getLogger("broker.store.segment")
+
+NAME_DIGITS = 20
+
+# Segments are preallocated, so a data-only sync suffices (the size never changes); fdatasync still writes
+# the block allocation metadata needed to read the data back.
+_sync_data = getattr(os, "fdatasync", os.fsync)
+
+
+def segment_name(start_offset: int) -> str:
+    """Apache's file name: the global offset of the file's first byte, zero-padded to 20 digits."""
+    return f"{start_offset:0{NAME_DIGITS}d}"
+
+
+def parse_segment_name(name: str) -> int | None:
+    if len(name) == NAME_DIGITS and name.isdigit():
+        return int(name)
+    return None
+
+
+class Segment:
+    """A preallocated file covering global offsets ``[start, start + size)``.
+
+    ``write_position`` is how far the owner has written (relative to ``start``); ``flushed_position`` how
+    far an fsync is known to cover. Both are plain ints so a flushing thread can read them without locks:
+    a stale read only makes that flush cover a little less.
+    """
+
+    __slots__ = ("_closed", "_fd", "flushed_position", "path", "size", "start", "write_position")
+
+    def __init__(self, path: Path, start: int, size: int, fd: int) -> None:
+        self.path = path
+        self.start = start
+        self.size = size
+        self._fd = fd
+        self._closed = False
+        self.write_position = 0
+        self.flushed_position = 0
+
+    @classmethod
+    def create(cls, directory: Path, start: int, size: int) -> Segment:
+        path = directory / segment_name(start)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(fd).st_size != size:
+                os.ftruncate(fd, size)
+        except OSError:
+            os.close(fd)
+            raise
+        log.debug("created segment %s", path)
+        return cls(path, start, size, fd)
+
+    @classmethod
+    def open_existing(cls, path: Path, start: int, size: int) -> Segment:
+        """Open a file found on disk; a short file (a crash while creating it) is extended to full size."""
+        fd = os.open(path, os.O_RDWR)
+        try:
+            actual = os.fstat(fd).st_size
+            if actual < size:
+                log.warning("segment %s is %d bytes, extending to %d", path, actual, size)
+                os.ftruncate(fd, size)
+            elif actual > size:
+                raise ValueError(f"segment {path} is {actual} bytes, larger than the configured {size}")
+        except BaseException:
+            os.close(fd)
+            raise
+        return cls(path, start, size, fd)
+
+    @property
+    def end(self) -> int:
+        """Global offset one past the file's last byte."""
+        return self.start + self.size
+
+    @property
+    def write_offset(self) -> int:
+        """Global offset of the next byte to write."""
+        return self.start + self.write_position
+
+    @property
+    def remaining(self) -> int:
+        return self.size - self.write_position
+
+    @property
+    def is_full(self) -> bool:
+        return self.write_position >= self.size
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+    def append(self, data: bytes) -> int:
+        """Write ``data`` at the write position; returns the global offset it went to."""
+        if len(data) > self.remaining:
+            raise ValueError(f"{len(data)} bytes do not fit in the {self.remaining} left in {self.path}")
+        position = self.write_position
+        self._write_fully(position, data)
+        self.write_position = position + len(data)
+        return self.start + position
+
+    def write_at(self, position: int, data: bytes) -> None:
+        """Write at a relative position without moving the write position (consume-queue gap filling)."""
+        if position < 0 or position + len(data) > self.size:
+            raise ValueError(f"write of {len(data)} bytes at {position} outside {self.path}")
+        self._write_fully(position, data)
+
+    def _write_fully(self, position: int, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.pwrite(self._fd, view, position)
+            view = view[written:]
+            position += written
+
+    def read(self, position: int, length: int) -> bytes:
+        """Bytes at a relative position; short only if the range runs past the file."""
+        if position < 0 or length <= 0 or position >= self.size:
+            return b""
+        length = min(length, self.size - position)
+        chunks: list[bytes] = []
+        while length > 0:
+            chunk = os.pread(self._fd, length, position)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            position += len(chunk)
+            length -= len(chunk)
+        return chunks[0] if len(chunks) == 1 else b"".join(chunks)
+
+    def flush(self) -> bool:
+        """fsync if anything was written since the last flush; returns whether a sync was issued."""
+        target = self.write_position
+        if target <= self.flushed_position or self._closed:
+            return False
+        try:
+            _sync_data(self._fd)
+        except OSError:
+            if not self._closed:
+                raise
+            # Deleted by retention while a flusher thread held it: nothing left to make durable.
+            return False
+        self.flushed_position = max(self.flushed_position, target)
+        return True
+
+    def truncate_to(self, position: int) -> None:
+        """Forget everything from ``position`` on: the bytes become zeros again and the file keeps its size.
+
+        Recovery relies on the zeros: a later scan must never meet stale records past the end it settled on.
+        """
+        position = max(0, min(position, self.size))
+        os.ftruncate(self._fd, position)
+        os.ftruncate(self._fd, self.size)
+        os.fsync(self._fd)
+        self.write_position = position
+        self.flushed_position = min(self.flushed_position, position)
+
+    def last_modified(self) -> float:
+        """Seconds since the epoch of the file's last write: what retention judges age by, as Apache does."""
+        return os.stat(self.path).st_mtime
+
+    def close(self) -> None:
+        if not self._closed:
+            self._closed = True
+            os.close(self._fd)
+
+    def destroy(self) -> None:
+        """Close and delete the file."""
+        self.close()
+        try:
+            self.path.unlink()
+        except FileNotFoundError:
+            pass
+        log.info("deleted segment %s", self.path)
+
+    def __repr__(self) -> str:
+        return f"Segment({self.path.name}, write={self.write_position}, flushed={self.flushed_position})"
