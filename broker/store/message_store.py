@@ -1,0 +1,633 @@
+"""The Broker's durable message store: commit log, consume queues, key index, flushing and retention.
+
+The core is synchronous and guarded by one lock, so the Broker may call it from the event loop or from
+worker threads. Appends only copy bytes into the page cache, which is quick enough for the event loop;
+anything that waits for a disk (fsync) runs on the store's own worker threads, and the asynchronous
+``put_*_async`` methods are the ones to use under SYNC_FLUSH: they resolve once a shared fsync (group
+commit) covers the message.
+
+On-disk layout under ``root`` (Apache's, so either broker can open the other's directory)::
+
+    commitlog/<20-digit start offset>                      fixed-size segments of stored messages
+    consumequeue/<topic>/<queueId>/<20-digit byte offset>   20-byte entries, N per file
+    index/<yyyyMMddHHmmssSSS>                               hash index over topic#key
+    checkpoint                                              recovery starting point
+    abort                                                   present while the store is open
+    lock                                                    flock()ed while the store is open
+    config/                                                 consumerOffset.json, topics.json (other classes)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import fcntl
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Collection, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from types import TracebackType
+
+from broker.store.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
+from broker.store.commit_log import CommitLog
+from broker.store.config import FlushDiskType, StoreConfig
+from broker.store.consume_queue import CqEntry, to_java_int
+from broker.store.dispatch import Dispatcher, is_consumable
+from broker.store.flush import GroupCommitService, PeriodicFlusher
+from broker.store.index_service import IndexService
+from broker.store.queue_table import QueueTable
+from broker.store.recovery import RecoveryReport, recover
+from broker.store.results import (
+    BoundaryType,
+    CleanResult,
+    GetMessageResult,
+    GetMessageStatus,
+    PutMessageResult,
+    PutMessageStatus,
+    QueryMessageResult,
+)
+from broker.store.retention import DiskUsage, clean_expired, disk_used_ratio
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.message import const
+from rocketmq_wire.message.ids import encode_offset_msg_id
+from rocketmq_wire.message.stored import MessageExt, decode_message, encode_stored_message
+
+log = logging.getLogger("broker.store")
+
+#: Apache's TopicValidator pattern; it also keeps topic names safe as directory names.
+_VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")
+#: Apache's cap on how many offsets one index query returns (``maxMsgsNumBatch``).
+_MAX_QUERY_RESULTS = 64
+#: The properties length field is a Java short.
+_MAX_PROPERTIES = 0x7FFF
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+class StoreLockedError(RuntimeError):
+    """Another process (or another store object) has this directory open."""
+
+
+class _MessageTooLarge(Exception):
+    pass
+
+
+class MessageStore:
+    """One broker's message store rooted at a directory.
+
+    ``store_host`` (``"ip:port"``), when given, is stamped on every appended message as the broker's
+    address, as an Apache broker stamps its own; otherwise each message keeps the store host it carries.
+    ``clock`` returns epoch milliseconds (store timestamps, retention); ``disk_usage`` reports the used
+    fraction of the disk holding a path (retention).
+    """
+
+    def __init__(
+        self,
+        root: Path | str,
+        config: StoreConfig | None = None,
+        *,
+        store_host: str | None = None,
+        clock: Callable[[], int] = _now_ms,
+        disk_usage: DiskUsage = disk_used_ratio,
+    ) -> None:
+        self.root = Path(root)
+        self.config = config or StoreConfig()
+        self._store_host = store_host
+        self._clock = clock
+        self._disk_usage = disk_usage
+        self._lock = threading.RLock()
+        self._checkpoint_lock = threading.Lock()
+        self._commit_log = CommitLog(self.root / "commitlog", self.config.commit_log_segment_size)
+        self._queues = QueueTable(self.root / "consumequeue", self.config.consume_queue_entries_per_file)
+        self._index: IndexService | None = None
+        if self.config.message_index_enable:
+            self._index = IndexService(
+                self.root / "index", self.config.max_hash_slot_num, self.config.max_index_num, clock
+            )
+        self._dispatcher = Dispatcher(self._queues, self._index)
+        self._lock_fd: int | None = None
+        self._open = False
+        self._last_store_timestamp = 0
+        self._saved_checkpoint = -1
+        self._sync_executor: ThreadPoolExecutor | None = None
+        self._background_executor: ThreadPoolExecutor | None = None
+        self._group_commit: GroupCommitService | None = None
+        self._flusher: PeriodicFlusher | None = None
+        self.recovery: RecoveryReport | None = None
+
+    # ------------------------------------------------------------------------------------------------------
+    # lifecycle
+
+    def open(self) -> None:
+        """Take the directory lock, load every file and recover to a consistent state."""
+        if self._open:
+            return
+        self.root.mkdir(parents=True, exist_ok=True)
+        self._take_directory_lock()
+        try:
+            abort = self.root / "abort"
+            if abort.exists():
+                log.warning("store %s was not shut down cleanly; recovering from the checkpoint", self.root)
+            abort.touch()
+            with self._lock:
+                self._commit_log.load()
+                self._queues.load()
+                if self._index is not None:
+                    self._index.load()
+                self.recovery = recover(
+                    load_checkpoint(self.root),
+                    self._commit_log,
+                    self._queues,
+                    self._index,
+                    self._dispatcher,
+                    check_crc=self.config.check_crc_on_recover,
+                )
+                self._open = True
+            self.checkpoint()
+        except BaseException:
+            self._release_files()
+            raise
+
+    def _take_directory_lock(self) -> None:
+        fd = os.open(self.root / "lock", os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            raise StoreLockedError(f"message store {self.root} is already open") from None
+        self._lock_fd = fd
+
+    async def start(self) -> None:
+        """Start the background flushing (and, under SYNC_FLUSH, group commit) on the running loop."""
+        if not self._open:
+            self.open()
+        if self._flusher is not None:
+            return
+        self._sync_executor = ThreadPoolExecutor(1, thread_name_prefix="store-fsync")
+        self._background_executor = ThreadPoolExecutor(1, thread_name_prefix="store-flush")
+        sync = self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        if sync:
+            self._group_commit = GroupCommitService(
+                self._commit_log.flush, lambda: self._commit_log.flushed_offset, self._sync_executor
+            )
+        self._flusher = PeriodicFlusher(
+            flush_commit_log=None if sync else self._commit_log.flush,
+            commit_log_interval_s=self.config.flush_interval_commit_log_ms / 1000,
+            checkpoint=self.checkpoint,
+            checkpoint_interval_s=self.config.flush_interval_consume_queue_ms / 1000,
+            executor=self._background_executor,
+        )
+        self._flusher.start()
+
+    async def stop(self) -> None:
+        """Stop background work and close the store, making everything durable first."""
+        if self._flusher is not None:
+            await self._flusher.stop()
+            self._flusher = None
+        if self._group_commit is not None:
+            await self._group_commit.close()
+            self._group_commit = None
+        if self._open:
+            await asyncio.get_running_loop().run_in_executor(self._background_executor, self.close)
+        for executor in (self._sync_executor, self._background_executor):
+            if executor is not None:
+                executor.shutdown(wait=True)
+        self._sync_executor = self._background_executor = None
+
+    def close(self) -> None:
+        """Flush and checkpoint everything, then release the files. Synchronous; see :meth:`stop`."""
+        if not self._open:
+            return
+        self.checkpoint()
+        with self._lock:
+            self._open = False
+            self._release_files()
+            (self.root / "abort").unlink(missing_ok=True)
+        log.info("store %s closed", self.root)
+
+    def _release_files(self) -> None:
+        self._commit_log.close()
+        self._queues.close()
+        if self._index is not None:
+            self._index.close()
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
+    def __enter__(self) -> MessageStore:
+        self.open()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    @property
+    def is_open(self) -> bool:
+        return self._open
+
+    # ------------------------------------------------------------------------------------------------------
+    # durability
+
+    def flush_commit_log(self) -> int:
+        """fsync the commit log; returns the offset it is durable up to. Blocking."""
+        return self._commit_log.flush()
+
+    def checkpoint(self) -> Checkpoint:
+        """Make the commit log, consume queues and index durable, then record that in the checkpoint.
+
+        Blocking (several fsyncs); the periodic flusher runs it on a worker thread.
+        """
+        with self._lock:
+            dispatched = self._commit_log.max_offset
+            stamp = self._last_store_timestamp
+            queues = list(self._queues)
+        self._commit_log.flush()
+        for queue in queues:
+            queue.flush()
+        if self._index is not None:
+            self._index.flush()
+        checkpoint = Checkpoint(dispatched, stamp, stamp, stamp)
+        with self._checkpoint_lock:
+            if dispatched != self._saved_checkpoint:
+                save_checkpoint(self.root, checkpoint)
+                self._saved_checkpoint = dispatched
+        return checkpoint
+
+    @property
+    def sync_count(self) -> int:
+        """fsyncs issued on commit-log files so far."""
+        return self._commit_log.sync_count
+
+    # ------------------------------------------------------------------------------------------------------
+    # appending
+
+    def put_message(self, message: MessageExt) -> PutMessageResult:
+        """Append one message. Under SYNC_FLUSH this blocks on an fsync; async code uses
+        :meth:`put_message_async`."""
+        return self.put_messages([message])
+
+    def put_messages(self, messages: Sequence[MessageExt]) -> PutMessageResult:
+        """Append a batch contiguously (one file, consecutive queue offsets per queue)."""
+        result, _ = self._append(messages)
+        if result.ok and self._must_wait(messages):
+            self._commit_log.flush()
+        return result
+
+    async def put_message_async(self, message: MessageExt) -> PutMessageResult:
+        return await self.put_messages_async([message])
+
+    async def put_messages_async(self, messages: Sequence[MessageExt]) -> PutMessageResult:
+        """Append, then under SYNC_FLUSH wait for the group commit that covers the batch.
+
+        A flush that misses ``sync_flush_timeout_ms`` answers FLUSH_DISK_TIMEOUT; the messages are stored
+        all the same, as in Apache.
+        """
+        result, end = self._append(messages)
+        if not result.ok or not self._must_wait(messages):
+            return result
+        group_commit = self._group_commit
+        if group_commit is None:
+            loop = asyncio.get_running_loop()
+            await loop.run_in_executor(self._sync_executor, self._commit_log.flush)
+            return result
+        timeout = self.config.sync_flush_timeout_ms / 1000
+        if await group_commit.wait_durable(end, timeout):
+            return result
+        return dataclasses.replace(result, status=PutMessageStatus.FLUSH_DISK_TIMEOUT)
+
+    def _must_wait(self, messages: Sequence[MessageExt]) -> bool:
+        if self.config.flush_disk_type is not FlushDiskType.SYNC_FLUSH:
+            return False
+        # A producer can opt out of waiting per message (the WAIT property, true by default).
+        return any(m.properties.get(const.WAIT, "true") != "false" for m in messages)
+
+    def _append(self, messages: Sequence[MessageExt]) -> tuple[PutMessageResult, int]:
+        if not messages:
+            return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        for message in messages:
+            if not _VALID_TOPIC.fullmatch(message.topic) or message.queue_id < 0:
+                log.warning("refusing a message for topic %r queue %d", message.topic, message.queue_id)
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+        max_size = self.config.effective_max_message_size
+        with self._lock:
+            if not self._open:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+            now = self._clock()
+            stored: list[MessageExt] = []
+
+            def build(offset: int) -> bytes:
+                stored.clear()
+                next_offsets: dict[tuple[str, int], int] = {}
+                parts: list[bytes] = []
+                for message in messages:
+                    key = (message.topic, message.queue_id)
+                    queue_offset = 0
+                    if is_consumable(message.sys_flag):
+                        queue_offset = next_offsets.get(key, -1)
+                        if queue_offset < 0:
+                            queue_offset = self._queues.next_offset(*key)
+                        next_offsets[key] = queue_offset + 1
+                    record = dataclasses.replace(
+                        message,
+                        queue_offset=queue_offset,
+                        commit_log_offset=offset,
+                        store_timestamp=now,
+                        store_host=self._store_host or message.store_host,
+                    )
+                    data = encode_stored_message(record)
+                    if len(data) > max_size:
+                        raise _MessageTooLarge(f"a stored message of {len(data)} bytes exceeds {max_size}")
+                    record.store_size = len(data)
+                    stored.append(record)
+                    parts.append(data)
+                    offset += len(data)
+                return b"".join(parts)
+
+            try:
+                offset, data = self._commit_log.append(build)
+            except CodecError as exc:
+                log.warning("refusing a message that cannot be stored: %s", exc)
+                too_long = any(len(m.properties_string.encode()) > _MAX_PROPERTIES for m in messages)
+                status = (
+                    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+                    if too_long
+                    else PutMessageStatus.MESSAGE_ILLEGAL
+                )
+                return PutMessageResult(status), 0
+            except (_MessageTooLarge, ValueError) as exc:
+                log.warning("refusing a message: %s", exc)
+                return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
+            except OSError:
+                log.exception("commit-log write failed")
+                return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
+            for record in stored:
+                self._dispatcher.dispatch(record, record.commit_log_offset, record.store_size)
+            self._last_store_timestamp = now
+        msg_ids = ",".join(encode_offset_msg_id(r.store_host, r.commit_log_offset) for r in stored)
+        result = PutMessageResult(
+            PutMessageStatus.PUT_OK,
+            wrote_offset=offset,
+            wrote_bytes=len(data),
+            msg_id=msg_ids,
+            store_timestamp=now,
+            queue_offset=stored[0].queue_offset,
+            message_count=len(stored),
+            queue_offsets=tuple(r.queue_offset for r in stored),
+        )
+        return result, offset + len(data)
+
+    # ------------------------------------------------------------------------------------------------------
+    # reading
+
+    def get_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_count: int = 32,
+        tag_filter: Collection[int] | None = None,
+        *,
+        max_bytes: int | None = None,
+        message_filter: Callable[[bytes], bool] | None = None,
+    ) -> GetMessageResult:
+        """Messages of one queue from ``offset`` on, as Apache's ``getMessage`` answers a pull.
+
+        ``tag_filter`` holds the tag hash codes to accept (Java ``String.hashCode`` values, signed or
+        unsigned; None accepts everything); ``message_filter`` is asked about each stored record that
+        passed the tag filter (SQL92 or class filters). ``max_count`` is capped by
+        ``max_transfer_count_on_message`` and the bytes by ``max_transfer_bytes_on_message``.
+        """
+        codes = frozenset(to_java_int(code) for code in tag_filter) if tag_filter is not None else None
+        max_transfer_bytes = self.config.max_transfer_bytes_on_message if max_bytes is None else max_bytes
+        max_transfer_count = min(max_count, self.config.max_transfer_count_on_message)
+        with self._lock:
+            queue = self._queues.get(topic, queue_id)
+            if queue is None:
+                return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+            min_offset, max_offset = queue.min_offset, queue.max_offset
+            if max_offset == 0:
+                return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+            if offset < min_offset:
+                return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+            if offset == max_offset:
+                return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
+            if offset > max_offset:
+                return GetMessageResult(
+                    GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
+                )
+            scan_limit = max(self.config.max_filter_message_size // 20, max_count)
+            entries = queue.read(offset, scan_limit)
+            if entries is None:
+                roll = offset + self.config.consume_queue_entries_per_file
+                roll -= offset % self.config.consume_queue_entries_per_file
+                return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, roll, min_offset, max_offset)
+            result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
+            self._collect(
+                result, entries, codes, message_filter, max_count, max_transfer_count, max_transfer_bytes
+            )
+            return result
+
+    def _collect(
+        self,
+        result: GetMessageResult,
+        entries: list[CqEntry],
+        codes: frozenset[int] | None,
+        message_filter: Callable[[bytes], bool] | None,
+        max_count: int,
+        max_transfer_count: int,
+        max_transfer_bytes: int,
+    ) -> None:
+        total = 0
+        skip_below = -1
+        for entry in entries:
+            count = len(result.messages)
+            if count and (
+                count >= max_count or count >= max_transfer_count or total + entry.size > max_transfer_bytes
+            ):
+                break
+            result.next_begin_offset = entry.queue_offset + 1
+            if entry.commit_log_offset < skip_below or entry.is_blank:
+                continue
+            if codes is not None and to_java_int(entry.tags_code) not in codes:
+                continue
+            data = self._commit_log.read(entry.commit_log_offset, entry.size)
+            if data is None:
+                if not count:
+                    result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+                skip_below = self._commit_log.roll_next_file(entry.commit_log_offset)
+                continue
+            if message_filter is not None and not message_filter(data):
+                continue
+            result.messages.append(data)
+            result.queue_offsets.append(entry.queue_offset)
+            result.status = GetMessageStatus.FOUND
+            total += len(data)
+            skip_below = -1
+
+    def get_min_offset(self, topic: str, queue_id: int) -> int:
+        with self._lock:
+            queue = self._queues.get(topic, queue_id)
+            return queue.min_offset if queue is not None else 0
+
+    def get_max_offset(self, topic: str, queue_id: int) -> int:
+        with self._lock:
+            queue = self._queues.get(topic, queue_id)
+            return queue.max_offset if queue is not None else 0
+
+    def get_commit_log_offset(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
+        """Where the message at a queue offset lives in the commit log."""
+        with self._lock:
+            queue = self._queues.get(topic, queue_id)
+            entry = queue.get(queue_offset) if queue is not None else None
+            return entry.commit_log_offset if entry is not None else None
+
+    def get_offset_by_timestamp(
+        self, topic: str, queue_id: int, timestamp: int, boundary: BoundaryType = BoundaryType.LOWER
+    ) -> int:
+        """The queue offset of the first message stored at or after ``timestamp`` (LOWER; the queue's max
+        offset if none was) or of the last one stored at or before it (UPPER; the min offset if none)."""
+        with self._lock:
+            queue = self._queues.get(topic, queue_id)
+            if queue is None or queue.max_offset == queue.min_offset:
+                return queue.max_offset if queue is not None else 0
+            if boundary is BoundaryType.LOWER:
+                return queue.search(lambda entry: self._store_time_of(entry) >= timestamp)
+            later = queue.search(lambda entry: self._store_time_of(entry) > timestamp)
+            return max(later - 1, queue.min_offset)
+
+    def get_store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """Store timestamp of the message at a queue offset, -1 if there is none."""
+        with self._lock:
+            queue = self._queues.get(topic, queue_id)
+            entry = queue.get(queue_offset) if queue is not None else None
+            return self._store_time_of(entry) if entry is not None else -1
+
+    def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
+        """Store timestamp of the oldest message still readable in a queue, -1 if there is none."""
+        with self._lock:
+            queue = self._queues.get(topic, queue_id)
+            if queue is None:
+                return -1
+            return self.get_store_time(topic, queue_id, queue.min_offset)
+
+    def earliest_store_time(self) -> int:
+        """Store timestamp of the oldest message in the commit log, -1 if it is empty."""
+        with self._lock:
+            record = self._first_record()
+            return record.store_timestamp if record is not None else -1
+
+    def _first_record(self) -> MessageExt | None:
+        offset = self._commit_log.min_offset
+        while offset < self._commit_log.max_offset:
+            data = self._commit_log.read_record(offset)
+            if data is not None:
+                return decode_message(data, 0, decompress_body=False)[0]
+            offset = self._commit_log.roll_next_file(offset)
+        return None
+
+    def _store_time_of(self, entry: CqEntry) -> int:
+        data = self._commit_log.read(entry.commit_log_offset, entry.size)
+        if data is None:
+            return -1
+        try:
+            return decode_message(data, 0, decompress_body=False)[0].store_timestamp
+        except CodecError:
+            return -1
+
+    def lookup_message_by_physical_offset(self, offset: int) -> bytes | None:
+        """The stored bytes of the message starting at a commit-log offset (VIEW_MESSAGE_BY_ID), if any."""
+        with self._lock:
+            data = self._commit_log.read_record(offset)
+        if data is None:
+            return None
+        try:
+            message, _ = decode_message(data, 0, decompress_body=False)
+        except CodecError:
+            return None
+        return data if message.commit_log_offset == offset else None
+
+    def look_message_by_offset(self, offset: int) -> MessageExt | None:
+        """The decoded message at a commit-log offset."""
+        data = self.lookup_message_by_physical_offset(offset)
+        return decode_message(data, 0)[0] if data is not None else None
+
+    def query_messages(
+        self,
+        topic: str,
+        key: str,
+        max_count: int,
+        begin_timestamp: int = 0,
+        end_timestamp: int = 2**63 - 1,
+        *,
+        unique_key: bool = False,
+    ) -> QueryMessageResult:
+        """Messages of ``topic`` whose KEYS (or, with ``unique_key``, whose UNIQ_KEY) include ``key``,
+        stored within [begin, end]: the newest ``max_count`` (at most 64, as Apache caps it), oldest
+        first."""
+        index = self._index
+        if index is None:
+            return QueryMessageResult([], 0, 0)
+        limit = min(max_count, _MAX_QUERY_RESULTS)
+        with self._lock:
+            files = index.files
+            last_timestamp = files[-1].end_timestamp if files else 0
+            last_offset = files[-1].end_phy_offset if files else 0
+            # Hash collisions cost candidates, so ask for more than needed and confirm each one.
+            candidates = index.lookup(topic, key, limit * 4, begin_timestamp, end_timestamp)
+            found: dict[int, bytes] = {}
+            for offset in candidates:
+                if offset in found:
+                    continue
+                data = self._commit_log.read_record(offset)
+                if data is None:
+                    continue
+                try:
+                    message, _ = decode_message(data, 0, decompress_body=False)
+                except CodecError:
+                    continue
+                if message.topic != topic or message.commit_log_offset != offset:
+                    continue
+                # Both kinds of key share the index; a query asks for one kind, as Java clients filter.
+                if (message.unique_id == key) if unique_key else (key in message.keys):
+                    found[offset] = data
+        ordered = [found[offset] for offset in sorted(found)][-limit:] if limit > 0 else []
+        return QueryMessageResult(ordered, last_timestamp, last_offset)
+
+    # ------------------------------------------------------------------------------------------------------
+    # whole-store views and maintenance
+
+    @property
+    def min_physical_offset(self) -> int:
+        return self._commit_log.min_offset
+
+    @property
+    def max_physical_offset(self) -> int:
+        return self._commit_log.max_offset
+
+    def topics(self) -> dict[str, list[int]]:
+        """Every topic with a consume queue, with its queue ids."""
+        with self._lock:
+            return self._queues.topics()
+
+    def delete_topic(self, topic: str) -> int:
+        """Drop a topic's consume queues (its commit-log records age out with retention)."""
+        with self._lock:
+            return self._queues.remove_topic(topic)
+
+    def clean_expired(self, now_ms: int | None = None) -> CleanResult:
+        """One retention pass; the Broker calls this periodically (Apache: every 10 s)."""
+        now = self._clock() if now_ms is None else now_ms
+        with self._lock:
+            if not self._open:
+                return CleanResult()
+            return clean_expired(
+                now, self.config, self._commit_log, self._queues, self._index, self._disk_usage
+            )
