@@ -22,7 +22,7 @@ def _escape_char(ch: str) -> str:
     short = _SHORT_ESCAPES.get(ch)
     if short is not None:
         return short
-    return "\\u%04X" % ord(ch)
+    return f"\\u{ord(ch):04X}"
 
 
 # Characters fastjson escapes: the C0 controls, the quote and the backslash.
