@@ -44,7 +44,7 @@ def _kind(cmd: RemotingCommand) -> str:
 
 @friendly
 def inspect(
-    path: Path = typer.Argument(..., help="A .jsonl capture, a file of hex frames, raw frames, or - for stdin"),
+    path: Path = typer.Argument(..., help="A .jsonl capture, a file of hex frames, raw frames, or -"),
     limit: int = typer.Option(0, help="Show at most this many frames (0: all)"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per frame"),
 ) -> None:
