@@ -93,8 +93,6 @@ STORED_FIXED: Final[dict[tuple[bool, bool], struct.Struct]] = {
 }
 #: The IPv4/IPv4 case, which is nearly every message.
 STORED_FIXED_V4: Final = STORED_FIXED[(False, False)]
-#: Offset of the sysflag inside a stored message.
-SYS_FLAG_OFFSET: Final = 36
 
 #: A batch entry up to and including its body length.
 BATCH_FIXED: Final = struct.Struct(">iiiii")

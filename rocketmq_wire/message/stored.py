@@ -25,15 +25,9 @@ from rocketmq_wire.message.layout import (
     MAGIC_V2,
     STORED_FIXED,
     STORED_FIXED_V4,
-    SYS_FLAG_OFFSET,
     MessageVersion,
 )
-from rocketmq_wire.message.properties import (
-    PropertiesFlavour,
-    decode_properties,
-    encode_properties,
-    properties_text,
-)
+from rocketmq_wire.message.properties import PropertiesFlavour, decode_properties, encode_properties
 
 _V6_BITS = sysflag.BORNHOST_V6 | sysflag.STOREHOSTADDRESS_V6
 _MAX_SHORT = 0x7FFF
@@ -136,22 +130,17 @@ def split_keys(value: str) -> list[str]:
     return [key for key in value.split(const.KEY_SEPARATOR) if key]
 
 
-def _utf8(data: bytes, what: str, pos: int) -> str:
+def _text(data: bytes, what: str, pos: int) -> str:
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
         raise CodecError(f"stored message at byte {pos}: {what} is not valid UTF-8 ({exc.reason})") from None
 
 
-def decode_message(
-    data: bytes,
-    pos: int = 0,
-    *,
-    decompress_body: bool = True,
-    check_crc: bool = False,
-    max_body_size: int | None = None,
+def _decode_at(
+    data: bytes, pos: int, decompress_body: bool, check_crc: bool, max_body_size: int | None
 ) -> tuple[MessageExt, int]:
-    """The record starting at ``pos`` and the position just after it."""
+    # One function, positional arguments and local names only: this runs once per message of every pull.
     end_of_data = len(data)
     fixed = STORED_FIXED_V4
     if end_of_data - pos < fixed.size:
@@ -159,7 +148,8 @@ def decode_message(
             f"stored message at byte {pos} is truncated: {end_of_data - pos} bytes left, "
             f"the fixed part alone needs {fixed.size}"
         )
-    (sys_flag,) = struct.unpack_from(">i", data, pos + SYS_FLAG_OFFSET)
+    fields = fixed.unpack_from(data, pos)
+    sys_flag = fields[7]
     if sys_flag & _V6_BITS:
         born_v6 = bool(sys_flag & sysflag.BORNHOST_V6)
         fixed = STORED_FIXED[(born_v6, bool(sys_flag & sysflag.STOREHOSTADDRESS_V6))]
@@ -168,6 +158,7 @@ def decode_message(
                 f"stored message at byte {pos} is truncated: {end_of_data - pos} bytes left, "
                 f"its fixed part (with IPv6 addresses) needs {fixed.size}"
             )
+        fields = fixed.unpack_from(data, pos)
     (
         total_size,
         magic,
@@ -186,17 +177,11 @@ def decode_message(
         reconsume_times,
         prepared_transaction_offset,
         body_length,
-    ) = fixed.unpack_from(data, pos)
-    if magic == MAGIC_V1:
-        version = MessageVersion.V1
-    elif magic == MAGIC_V2:
-        version = MessageVersion.V2
-    elif magic == BLANK_MAGIC:
-        raise CodecError(f"byte {pos} holds a commit-log end-of-file marker, not a message")
-    else:
-        raise CodecError(f"stored message at byte {pos} has unknown magic code {magic:#010x}")
+    ) = fields
     end = pos + total_size
     if total_size < fixed.size or end > end_of_data:
+        if magic == BLANK_MAGIC:
+            raise CodecError(f"byte {pos} holds a commit-log end-of-file marker, not a message")
         raise CodecError(
             f"stored message at byte {pos} declares {total_size} bytes; "
             f"{end_of_data - pos} are left and the fixed part needs {fixed.size}"
@@ -206,29 +191,37 @@ def decode_message(
         raise CodecError(f"stored message at byte {pos}: body length {body_length} overruns the record")
     body = data[cursor : cursor + body_length]
     cursor += body_length
-    if version is MessageVersion.V1:
-        if cursor + 1 > end:
+    if magic == MAGIC_V1:
+        version = MessageVersion.V1
+        if cursor >= end:
             raise CodecError(f"stored message at byte {pos}: record ends before the topic length")
         topic_length = data[cursor]
         cursor += 1
-    else:
+    elif magic == MAGIC_V2:
+        version = MessageVersion.V2
         if cursor + 2 > end:
             raise CodecError(f"stored message at byte {pos}: record ends before the topic length")
         topic_length = (data[cursor] << 8) | data[cursor + 1]
         cursor += 2
-    if cursor + topic_length + 2 > end:
+    elif magic == BLANK_MAGIC:
+        raise CodecError(f"byte {pos} holds a commit-log end-of-file marker, not a message")
+    else:
+        raise CodecError(f"stored message at byte {pos} has unknown magic code {magic:#010x}")
+    properties_at = cursor + topic_length + 2
+    if properties_at > end:
         raise CodecError(f"stored message at byte {pos}: topic length {topic_length} overruns the record")
-    topic = _utf8(data[cursor : cursor + topic_length], "the topic", pos)
-    cursor += topic_length
-    properties_length = (data[cursor] << 8) | data[cursor + 1]
-    cursor += 2
-    if cursor + properties_length != end:
+    if properties_at + ((data[properties_at - 2] << 8) | data[properties_at - 1]) != end:
         raise CodecError(
             f"stored message at byte {pos} declares {total_size} bytes but its fields take "
-            f"{cursor + properties_length - pos}"
+            f"{properties_at + ((data[properties_at - 2] << 8) | data[properties_at - 1]) - pos}"
         )
-    properties = properties_text(data[cursor:end]) if properties_length else ""
-    if check_crc and body_crc(body) != crc:
+    try:
+        topic = data[cursor : properties_at - 2].decode("utf-8")
+        properties = data[properties_at:end].decode("utf-8")
+    except UnicodeDecodeError:
+        topic = _text(data[cursor : properties_at - 2], "the topic", pos)
+        properties = _text(data[properties_at:end], "the properties", pos)
+    if check_crc and zlib.crc32(body) & _BODY_CRC_MASK != crc:
         raise CodecError(
             f"stored message at byte {pos} (commit-log offset {commit_log_offset}): body CRC {crc} does not "
             f"match the body (CRC {body_crc(body)})"
@@ -257,6 +250,18 @@ def decode_message(
     return message, end
 
 
+def decode_message(
+    data: bytes,
+    pos: int = 0,
+    *,
+    decompress_body: bool = True,
+    check_crc: bool = False,
+    max_body_size: int | None = None,
+) -> tuple[MessageExt, int]:
+    """The record starting at ``pos`` and the position just after it."""
+    return _decode_at(data, pos, decompress_body, check_crc, max_body_size)
+
+
 def decode_messages(
     data: bytes | bytearray | memoryview,
     decompress_body: bool = True,
@@ -271,13 +276,12 @@ def decode_messages(
     """
     raw = data if isinstance(data, bytes) else bytes(data)
     messages: list[MessageExt] = []
+    append = messages.append
     pos = 0
     end = len(raw)
     while pos < end:
-        message, pos = decode_message(
-            raw, pos, decompress_body=decompress_body, check_crc=check_crc, max_body_size=max_body_size
-        )
-        messages.append(message)
+        message, pos = _decode_at(raw, pos, decompress_body, check_crc, max_body_size)
+        append(message)
     return messages
 
 

@@ -9,11 +9,13 @@ frames cannot make it pass.
 from __future__ import annotations
 
 import datetime as dt
+import random
 
 import pytest
 
 from rocketmq_wire import RemotingCommand
 from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.errors import CodecError
 from rocketmq_wire.javahash import final_table_size, hashmap_spread
 from rocketmq_wire.message import (
     Message,
@@ -278,3 +280,25 @@ def test_stored_batch_messages_keep_the_last_repeated_value() -> None:
                     assert message.properties[name] == last
                     repeated += 1
     assert repeated > 0, "the stored batch messages repeat WAIT (4.9.8) and UNIQ_KEY (5.3.3)"
+
+
+@pytest.mark.parametrize("capture", CAPTURES)
+def test_mutated_golden_bodies_raise_only_codec_errors(capture: str) -> None:
+    """Real pull / query / view bodies and batch bodies with bytes overwritten or cut short."""
+    rng = random.Random(capture)
+    bodies = [resp.body for _, resp in _stored_bodies(capture) if resp.body]
+    batches = [f.body for f in _send_requests(capture) if f.code == RequestCode.SEND_BATCH_MESSAGE]
+    failures = 0
+    for decode, samples in ((decode_messages, bodies), (decode_batch, batches)):
+        for body in samples:
+            for _ in range(50):
+                mutated = bytearray(body)
+                for _ in range(rng.randint(1, 3)):
+                    mutated[rng.randrange(len(mutated))] = rng.randrange(256)
+                if rng.random() < 0.3:
+                    mutated = mutated[: rng.randrange(len(mutated))]
+                try:
+                    decode(bytes(mutated))
+                except CodecError:
+                    failures += 1
+    assert failures > 0, "some mutations must be detected"
