@@ -1,0 +1,87 @@
+"""Typed JSON bodies, written byte for byte as Java's ``RemotingSerializable.encode`` (fastjson) does.
+
+Every class has ``to_json() -> bytes`` and ``from_json(data)``; attributes are snake_case, the JSON names
+Java's. Fields a 5.x class added and 4.x lacks are ``None`` when absent, and left out when written.
+"""
+
+from rocketmq_wire.bodies.base import JsonBody
+from rocketmq_wire.bodies.cluster import ClusterInfo
+from rocketmq_wire.bodies.consumer import (
+    Connection,
+    ConsumerConnection,
+    ConsumerOffsetSerializeWrapper,
+    GetConsumerListByGroupResponseBody,
+    GroupList,
+    ResetOffsetBody,
+)
+from rocketmq_wire.bodies.heartbeat import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    HeartbeatData,
+    MessageModel,
+    ProducerData,
+    SubscriptionData,
+)
+from rocketmq_wire.bodies.java_collections import JavaMap, JavaSet
+from rocketmq_wire.bodies.kv import KVTable
+from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
+from rocketmq_wire.bodies.route import BrokerData, QueueData, TopicRouteData
+from rocketmq_wire.bodies.static_topic import (
+    LogicQueueMappingItem,
+    TopicQueueMappingDetail,
+    TopicQueueMappingInfo,
+)
+from rocketmq_wire.bodies.stats import ConsumeStats, OffsetWrapper, TopicOffset, TopicStatsTable
+from rocketmq_wire.bodies.topic_config import (
+    DataVersion,
+    TopicConfig,
+    TopicConfigAndMappingSerializeWrapper,
+    TopicConfigAndQueueMapping,
+    TopicConfigSerializeWrapper,
+    TopicList,
+)
+
+__all__ = [
+    "BrokerData",
+    "ClusterInfo",
+    "Connection",
+    "ConsumeFromWhere",
+    "ConsumeStats",
+    "ConsumeType",
+    "ConsumerConnection",
+    "ConsumerData",
+    "ConsumerOffsetSerializeWrapper",
+    "DataVersion",
+    "GetConsumerListByGroupResponseBody",
+    "GroupList",
+    "HeartbeatData",
+    "JavaMap",
+    "JavaSet",
+    "JsonBody",
+    "KVTable",
+    "LockBatchRequestBody",
+    "LockBatchResponseBody",
+    "LogicQueueMappingItem",
+    "MessageModel",
+    "MessageQueue",
+    "OffsetWrapper",
+    "ProducerData",
+    "QueueData",
+    "RegisterBrokerBody",
+    "ResetOffsetBody",
+    "SubscriptionData",
+    "TopicConfig",
+    "TopicConfigAndMappingSerializeWrapper",
+    "TopicConfigAndQueueMapping",
+    "TopicConfigSerializeWrapper",
+    "TopicList",
+    "TopicOffset",
+    "TopicQueueMappingDetail",
+    "TopicQueueMappingInfo",
+    "TopicRouteData",
+    "TopicStatsTable",
+    "UnlockBatchRequestBody",
+]
