@@ -146,6 +146,16 @@ def hard_exit(code: int) -> None:
     os._exit(code)
 
 
+#: Set by the runner to its own pid: the parent seen at start-up may already be a reaper if the runner died
+#: while this process was starting.
+PARENT_PID_ENV = "CPP_PEER_PARENT_PID"
+
+
+def parent_pid() -> int:
+    value = os.environ.get(PARENT_PID_ENV, "")
+    return int(value) if value.isdigit() else os.getppid()
+
+
 class Watchdog:
     """Ends the process at its deadline, or as soon as its parent is gone.
 
@@ -158,7 +168,7 @@ class Watchdog:
         self._seconds = seconds
         self._state = state
         self._deadline = time.monotonic() + seconds
-        self._parent = os.getppid()
+        self._parent = parent_pid()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peer-watchdog", daemon=True)
 
@@ -368,8 +378,8 @@ def describe_message(binding: Binding, msg_ptr: int, extra_properties: Sequence[
         "queue_id": m.queue_id,
         "queue_offset": m.queue_offset,
         "msg_id": m.id,
-        "tags": _text(m.tags),
-        "keys": _text(m.keys),
+        "tags": _text(m.tags) or None,  # the C API answers "" where Java's getTags() gives null
+        "keys": _text(m.keys) or None,
         "properties": properties,
         "body_b64": base64.b64encode(body).decode("ascii"),
         "body_len": len(body),
@@ -707,6 +717,37 @@ def _drain_queue(
             return
 
 
+def cmd_build_message(binding: Binding, args: argparse.Namespace, out: Output, progress: Progress) -> int:
+    """build-message: builds each message as ``send-*`` would and reads it back through the C API, no server.
+
+    Checks the spec handling and the body read (NUL bytes included) where no broker is needed: the C API's
+    getters for body, tags, keys and properties only touch the part a sent message and a received one share.
+    """
+    for index, spec in enumerate(parse_specs(args, sys.stdin)):
+        msg = build_message(binding, spec)
+        ptr = msg._handle
+        properties: dict[str, str] = {}
+        for name in (*KNOWN_PROPERTIES, *spec.properties, *args.property):
+            value = _text(binding.dll.GetMessageProperty(ptr, name.encode("utf-8")))
+            if value:
+                properties[name] = value
+        body, exact = read_body(binding, ptr)
+        out.emit(
+            "built",
+            index=index,
+            topic=_text(binding.dll.GetMessageTopic(ptr)),
+            tags=_text(binding.dll.GetMessageTags(ptr)) or None,
+            keys=_text(binding.dll.GetMessageKeys(ptr)) or None,
+            properties=properties,
+            body_b64=base64.b64encode(body).decode("ascii"),
+            body_len=len(body),
+            body_exact=exact,
+        )
+        progress.count += 1
+    out.emit("done", command=args.command, count=progress.count, elapsed_ms=0, shutdown="ok")
+    return EXIT_OK
+
+
 def cmd_probe(binding: Binding, args: argparse.Namespace, out: Output, progress: Progress) -> int:
     """probe: the binding loads; reports its version, library path and which C entry points exist."""
     import importlib.metadata
@@ -734,6 +775,7 @@ COMMANDS: dict[str, Callable[[Binding, argparse.Namespace, Output, Progress], in
     "send-batch": cmd_send_batch,
     "push-consume": cmd_push_consume,
     "pull-consume": cmd_pull_consume,
+    "build-message": cmd_build_message,
     "probe": cmd_probe,
 }
 
@@ -759,9 +801,12 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--secret-key")
         p.add_argument("--channel", default="ALIYUN", help="the C++ client's OnsChannel (default ALIYUN)")
 
-    for name in ("send-sync", "send-oneway", "send-orderly", "send-batch"):
+    for name in ("send-sync", "send-oneway", "send-orderly", "send-batch", "build-message"):
         p = sub.add_parser(name)
-        common(p, "CppPeerProducer")
+        if name == "build-message":  # no client: only what the message spec needs
+            p.add_argument("--timeout", type=float, default=30.0)
+        else:
+            common(p, "CppPeerProducer")
         p.add_argument("--topic", help="default topic for messages that name none")
         p.add_argument("--spec", help="JSON message spec (object or list), or - to read it from stdin")
         p.add_argument("--body", default="cpp-peer message {i}")

@@ -49,6 +49,8 @@ EXIT_TIMEOUT = 3
 EXIT_CLIENT_ERROR = 4
 EXIT_NO_LIBRARY = 5
 EXIT_INCOMPLETE = 6
+EXIT_ORPHANED = 7
+PARENT_PID_ENV = "CPP_PEER_PARENT_PID"
 
 
 class PeerFailed(AssertionError):
@@ -219,6 +221,27 @@ def group_gone(pgid: int) -> bool:
     return False
 
 
+_registry_lock = threading.Lock()
+_running: dict[int, PeerProcess] = {}
+_started_pids: list[int] = []
+
+
+def started_pids() -> list[int]:
+    """Pids of every peer started in this process, in order (for leak checks)."""
+    with _registry_lock:
+        return list(_started_pids)
+
+
+def kill_all(since: int = 0) -> list[int]:
+    """Finishes (kills and reaps) every peer not finished yet; returns the pids, among the peers started
+    from number ``since`` on (see :func:`started_pids`), whose process or group is still there."""
+    with _registry_lock:
+        peers = list(_running.values())
+    for peer in peers:
+        peer.kill()
+    return [pid for pid in started_pids()[since:] if not (process_gone(pid) and group_gone(pid))]
+
+
 class PeerProcess:
     """One running peer. Use as a context manager, or call :meth:`finish` (which always kills and reaps).
 
@@ -249,6 +272,7 @@ class PeerProcess:
         self._env = dict(os.environ if env is None else env)
         self._env["HOME"] = str(self.log_dir)
         self._env["PYTHONUNBUFFERED"] = "1"
+        self._env[PARENT_PID_ENV] = str(os.getpid())  # the peer exits if this process goes away
         self._events: list[dict[str, Any]] = []
         self._queue: queue.Queue[dict[str, Any] | None] = queue.Queue()
         self._noise: list[str] = []
@@ -275,6 +299,9 @@ class PeerProcess:
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group, so the whole group can be killed
         )
+        with _registry_lock:
+            _running[self._proc.pid] = self
+            _started_pids.append(self._proc.pid)
         self._spawn(self._feed, "stdin")
         self._spawn(self._read_stdout, "stdout")
         self._spawn(self._read_stderr, "stderr")
@@ -399,6 +426,8 @@ class PeerProcess:
         )
         if self._own_log_dir:
             shutil.rmtree(self.log_dir, ignore_errors=True)
+        with _registry_lock:
+            _running.pop(self._proc.pid, None)
         return self._result
 
     def kill(self) -> PeerResult:
@@ -592,3 +621,33 @@ def binding_unavailable_reason(timeout: float = 60.0) -> str | None:
     first = result.errors[0] if result.errors else None
     detail = f"{first.get('error_type')}: {first.get('message')}" if first else result.describe()
     return f"{BINDING_DIST}=={BINDING_VERSION} is installed but its native library does not load: {detail}"
+
+
+class CppClient:
+    """What the ``cpp_client`` fixture hands a test: the peer commands, plus a check that none is left.
+
+    Every method starts its own peer process; ``close`` kills whatever is still running from this client
+    and reports any pid still alive.
+    """
+
+    def __init__(self) -> None:
+        self._mark = len(started_pids())
+
+    send = staticmethod(send)
+    send_sync = staticmethod(send_sync)
+    send_oneway = staticmethod(send_oneway)
+    send_orderly = staticmethod(send_orderly)
+    send_batch = staticmethod(send_batch)
+    push_consume = staticmethod(push_consume)
+    start_push_consumer = staticmethod(start_push_consumer)
+    pull_consume = staticmethod(pull_consume)
+    run = staticmethod(run_peer)
+    message = staticmethod(message)
+
+    def pids(self) -> list[int]:
+        """Pids of the peers started since this client was made."""
+        return started_pids()[self._mark :]
+
+    def close(self) -> list[int]:
+        """Kills this client's unfinished peers; returns the pids that are somehow still alive."""
+        return kill_all(self._mark)

@@ -1,0 +1,224 @@
+"""The C++ client harness on its own: no RocketMQ server is needed for any of these.
+
+They prove what every other test that uses the C++ client relies on: the native library loads (in a separate
+process), the peer turns failures into readable errors and exit codes instead of hangs, and no process
+started here is left behind — whether the peer exits, times out, is killed, or loses its parent.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+try:
+    from tests.integration.cpp_peer import runner
+except ModuleNotFoundError:  # tests/integration has no __init__.py: pytest put only this folder on sys.path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    from tests.integration.cpp_peer import runner
+from tests.integration.cpp_peer import fixtures
+
+# Until tests/integration/conftest.py provides them (see fixtures.py).
+cpp_client_unavailable = fixtures.cpp_client_unavailable
+cpp_client = fixtures.cpp_client
+
+pytestmark = pytest.mark.integration
+
+TOPIC = "CppPeerSmokeTopic"
+
+
+def _alive(pid: int) -> bool:
+    """Whether ``pid`` is a running process (a zombie waiting for a reaper that is not us counts as gone)."""
+    if runner.process_gone(pid):
+        return False
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    return stat.rpartition(")")[2].split()[0] != "Z"
+
+
+def assert_gone(result: runner.PeerResult) -> None:
+    assert runner.process_gone(result.pid), f"peer pid {result.pid} still exists"
+    assert runner.group_gone(result.pid), f"process group {result.pid} still has members"
+
+
+@pytest.fixture
+def refused_namesrv() -> Iterator[str]:
+    """An address where nothing listens: a socket bound (so no one else takes the port) but not listening."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        yield f"127.0.0.1:{sock.getsockname()[1]}"
+
+
+@pytest.fixture
+def silent_namesrv() -> Iterator[str]:
+    """A NameServer that accepts connections and never answers: the C++ client then blocks inside a call."""
+    server = socket.create_server(("127.0.0.1", 0))
+    server.settimeout(0.1)
+    stop = threading.Event()
+    held: list[socket.socket] = []
+
+    def accept() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except (TimeoutError, OSError):
+                continue
+            held.append(conn)
+
+    thread = threading.Thread(target=accept, name="silent-namesrv", daemon=True)
+    thread.start()
+    try:
+        yield f"127.0.0.1:{server.getsockname()[1]}"
+    finally:
+        stop.set()
+        thread.join(timeout=5)
+        for conn in held:
+            conn.close()
+        server.close()
+
+
+def test_native_library_loads_in_a_separate_process(cpp_client: runner.CppClient) -> None:
+    result = cpp_client.run("probe", timeout=30).check()
+    library = result.of("library")[0]
+    assert library["version"] == runner.BINDING_VERSION
+    assert library["path"].endswith("rocketmq/librocketmq.so")
+    assert all(library["symbols"].values()), library["symbols"]
+    assert_gone(result)
+
+
+def test_messages_are_built_as_specified(cpp_client: runner.CppClient) -> None:
+    """The spec reaches the native message intact, binary bodies with NUL bytes included."""
+    body = b"\x00\x01binary\x00body\xff"
+    specs = [
+        cpp_client.message(
+            body,
+            tags="TagA",
+            keys=["k1", "k2"],
+            properties={"origin": "cpp-peer", "naïve": "ünïcode"},
+            delay_level=2,
+        ),
+        cpp_client.message("text {i}"),
+    ]
+    result = cpp_client.run(
+        "build-message", ["--topic", TOPIC, "--spec", "-", "--count", "2"], stdin=json.dumps(specs)
+    ).check()
+    built = result.of("built")
+    assert len(built) == 4
+    first = built[0]
+    assert base64.b64decode(first["body_b64"]) == body and first["body_exact"]
+    assert (first["topic"], first["tags"], first["keys"]) == (TOPIC, "TagA", "k1 k2")
+    assert first["properties"] == {
+        "TAGS": "TagA",
+        "KEYS": "k1 k2",
+        "DELAY": "2",
+        "WAIT": "true",
+        "origin": "cpp-peer",
+        "naïve": "ünïcode",
+    }
+    assert [base64.b64decode(b["body_b64"]) for b in built[1::2]] == [b"text 1", b"text 3"]
+    assert built[1]["tags"] is None and built[1]["keys"] is None
+    assert_gone(result)
+
+
+def test_send_without_a_listening_namesrv_fails_fast(
+    cpp_client: runner.CppClient, refused_namesrv: str
+) -> None:
+    started = time.monotonic()
+    result = cpp_client.send_sync(refused_namesrv, TOPIC, [cpp_client.message("hello")], timeout=20)
+    assert time.monotonic() - started < 20
+    assert result.returncode == runner.EXIT_CLIENT_ERROR, result.describe()
+    assert not result.killed
+    [error] = result.errors
+    assert error["error_type"] == "ProducerSendSyncFailed"
+    assert f"No route info of this topic: {TOPIC}" in error["message"]
+    assert result.done is not None and result.done["shutdown"] == "ok"
+    assert "ProducerSendSyncFailed" in result.describe()
+    assert_gone(result)
+
+
+def test_send_to_a_namesrv_that_never_answers_times_out(
+    cpp_client: runner.CppClient, silent_namesrv: str
+) -> None:
+    """Here ``send_sync`` blocks in native code (for about a minute); the peer's watchdog ends it."""
+    started = time.monotonic()
+    result = cpp_client.send_sync(silent_namesrv, TOPIC, [cpp_client.message("hello")], timeout=3)
+    assert time.monotonic() - started < 3 + runner.KILL_GRACE_S
+    assert result.returncode == runner.EXIT_TIMEOUT, result.describe()
+    assert not result.killed, "the peer's own watchdog should have ended it before the runner had to"
+    [timeout] = result.errors
+    assert timeout["event"] == "timeout" and timeout["stage"] == "send"
+    assert_gone(result)
+
+
+def test_runner_kills_a_peer_it_stops_waiting_for(cpp_client: runner.CppClient, silent_namesrv: str) -> None:
+    peer = cpp_client.start_push_consumer(silent_namesrv, "CppPeerSmokeGroup", TOPIC, 1, timeout=120)
+    result = peer.finish(timeout=1.0)
+    assert result.killed
+    assert result.returncode == -signal.SIGKILL
+    assert "killed by the runner" in result.describe()
+    assert_gone(result)
+    assert peer.finish() is result  # finishing again changes nothing
+
+
+def test_push_consume_times_out_readably_when_nothing_arrives(
+    cpp_client: runner.CppClient, refused_namesrv: str
+) -> None:
+    result = cpp_client.push_consume(refused_namesrv, "CppPeerSmokeGroup", TOPIC, 1, timeout=3)
+    assert result.returncode == runner.EXIT_TIMEOUT, result.describe()
+    assert [e["event"] for e in result.events] == ["ready", "timeout", "done"]
+    assert result.errors[0]["stage"] == "consume" and result.errors[0]["expected"] == 1
+    assert result.messages() == []
+    assert_gone(result)
+
+
+def test_pull_consume_without_a_route_says_so(cpp_client: runner.CppClient, refused_namesrv: str) -> None:
+    result = cpp_client.pull_consume(refused_namesrv, "CppPeerSmokeGroup", TOPIC, timeout=20)
+    assert result.returncode == runner.EXIT_CLIENT_ERROR, result.describe()
+    assert result.errors[0]["error_type"] == "NoQueues"
+    assert_gone(result)
+
+
+def test_a_bad_message_spec_is_a_usage_error(cpp_client: runner.CppClient, refused_namesrv: str) -> None:
+    result = cpp_client.run(
+        "send-sync", ["--topic", TOPIC, "--spec", "-"], namesrv=refused_namesrv, stdin="{not json"
+    )
+    assert result.returncode == runner.EXIT_USAGE
+    assert result.errors[0]["error_type"] == "UsageError"
+    assert "not JSON" in result.errors[0]["message"]
+    assert_gone(result)
+
+
+def test_a_peer_whose_parent_dies_exits_by_itself(refused_namesrv: str, cpp_client: runner.CppClient) -> None:
+    """A test run killed without cleaning up must not leave C++ clients running: the peer notices."""
+    launcher = (
+        "import os, subprocess, sys\n"
+        f"env = dict(os.environ, {runner.PARENT_PID_ENV}=str(os.getpid()))\n"
+        "p = subprocess.Popen([sys.executable, '-m', 'tests.integration.cpp_peer.peer', 'push-consume',\n"
+        f"    '--namesrv', {refused_namesrv!r}, '--topic', {TOPIC!r}, '--count', '1', '--timeout', '120'],\n"
+        "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)\n"
+        "print(p.pid)\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", launcher], cwd=runner.REPO_ROOT, capture_output=True, text=True, timeout=30
+    )
+    pid = int(out.stdout.strip())
+    try:
+        deadline = time.monotonic() + 10
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert not _alive(pid), f"orphaned peer {pid} still running"
+    finally:
+        if _alive(pid):
+            os.killpg(pid, signal.SIGKILL)
