@@ -1,0 +1,221 @@
+"""Blocking producers for code that is not async: the asyncio producer on its own loop in a thread.
+
+Each blocking producer owns one background thread running one event loop, so it works the same whether the
+caller has a loop of its own or not, and two blocking producers never share a loop. Calls are thread-safe:
+several threads may send through one producer at once, and their sends are pipelined on the connection.
+The local-transaction callback runs in the calling thread, as Java runs it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+import logging
+import threading
+from collections.abc import Coroutine, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from producer.errors import ProducerError, ProducerStateError
+from producer.producer import Producer
+from producer.result import (
+    LocalTransactionState,
+    MessageQueue,
+    SendResult,
+    SendStatus,
+    TransactionSendResult,
+)
+from producer.selectors import QueueSelector
+from producer.transaction import LocalTransactionExecutor, TransactionProducer, as_state, transaction_result
+from rocketmq_wire.message import Message
+
+logger = logging.getLogger("producer.blocking")
+
+T = TypeVar("T")
+
+
+class LoopThread:
+    """An event loop running in a daemon thread, and a way to run coroutines on it and wait."""
+
+    def __init__(self, name: str) -> None:
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        asyncio.set_event_loop(self._loop)
+        self._loop.run_forever()
+
+    @property
+    def loop(self) -> asyncio.AbstractEventLoop:
+        return self._loop
+
+    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result in this thread."""
+        if threading.current_thread() is self._thread:
+            coro.close()
+            raise ProducerError("a blocking producer was called from its own loop (e.g. from a callback)")
+        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
+        try:
+            return future.result(timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            raise
+
+    def stop(self) -> None:
+        if self._loop.is_closed():
+            return
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._loop.close()
+
+
+class BlockingProducer:
+    """:class:`~producer.Producer` with blocking methods; takes exactly the same arguments."""
+
+    _producer: Producer
+
+    def __init__(self, group: str, namesrv: str | Sequence[str], **kwargs: Any) -> None:
+        self._producer = self._create(group, namesrv, kwargs)
+        self._thread: LoopThread | None = None
+        self._lock = threading.Lock()
+
+    def _create(self, group: str, namesrv: str | Sequence[str], kwargs: dict[str, Any]) -> Producer:
+        return Producer(group, namesrv, **kwargs)
+
+    @property
+    def producer(self) -> Producer:
+        """The asyncio producer underneath (use it only from its own loop)."""
+        return self._producer
+
+    @property
+    def client_id(self) -> str:
+        return self._producer.client_id
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.shutdown()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                raise ProducerStateError("the producer was already started")
+            self._thread = LoopThread(f"rocketmq-producer-{self._producer.group}")
+        try:
+            self._thread.run(self._producer.start())
+        except BaseException:
+            self._thread.stop()
+            raise
+
+    def shutdown(self) -> None:
+        """Shut the producer down and stop its thread; idempotent."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        try:
+            thread.run(self._producer.shutdown())
+        finally:
+            thread.stop()
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        thread = self._thread
+        if thread is None:
+            coro.close()
+            raise ProducerStateError("the producer is not running; call start() first")
+        return thread.run(coro)
+
+    def send(
+        self,
+        message: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+        timeout_ms: float | None = None,
+    ) -> SendResult:
+        return self._run(
+            self._producer.send(
+                message,
+                queue=queue,
+                selector=selector,
+                arg=arg,
+                sharding_key=sharding_key,
+                timeout_ms=timeout_ms,
+            )
+        )
+
+    def send_oneway(
+        self,
+        message: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> None:
+        self._run(
+            self._producer.send_oneway(
+                message, queue=queue, selector=selector, arg=arg, sharding_key=sharding_key
+            )
+        )
+
+    def send_batch(
+        self,
+        messages: Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout_ms: float | None = None,
+    ) -> SendResult:
+        return self._run(self._producer.send_batch(messages, queue=queue, timeout_ms=timeout_ms))
+
+    def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        return self._run(self._producer.fetch_publish_queues(topic))
+
+
+class BlockingTransactionProducer(BlockingProducer):
+    """:class:`~producer.TransactionProducer` with blocking methods; same arguments (``checker`` ...)."""
+
+    _producer: TransactionProducer
+
+    def _create(self, group: str, namesrv: str | Sequence[str], kwargs: dict[str, Any]) -> Producer:
+        self._executor: LocalTransactionExecutor | None = kwargs.pop("executor", None)
+        return TransactionProducer(group, namesrv, **kwargs)
+
+    def send_in_transaction(
+        self, message: Message, arg: Any = None, *, executor: LocalTransactionExecutor | None = None
+    ) -> TransactionSendResult:
+        """As the async one, but ``executor`` (a plain function) runs here, in the calling thread."""
+        run = executor or self._executor
+        if run is None:
+            raise ProducerError("no local transaction executor: pass one here or to the constructor")
+        result = self._run(self._producer.send_half(message))
+        state = LocalTransactionState.ROLLBACK_MESSAGE
+        error: BaseException | None = None
+        if result.status is SendStatus.SEND_OK:
+            try:
+                outcome = run(message, result.msg_id, arg)
+                if inspect.isawaitable(outcome):
+                    if inspect.iscoroutine(outcome):
+                        outcome.close()
+                    raise ProducerError("a blocking producer needs a plain function as transaction executor")
+                state = as_state(outcome)
+            except Exception as exc:
+                logger.exception(
+                    "local transaction of message %s failed; its state stays unknown", result.msg_id
+                )
+                state, error = LocalTransactionState.UNKNOWN, exc
+        try:
+            self._run(self._producer.end_transaction(result, state, error))
+        except Exception as exc:
+            logger.warning(
+                "could not send the verdict on message %s (%s); the broker will ask", result.msg_id, exc
+            )
+        return transaction_result(result, state)

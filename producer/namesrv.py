@@ -1,0 +1,84 @@
+"""Asking NameServers for topic routes, failing over between them.
+
+Like Java's client, a producer talks to one NameServer at a time (picked at random at first, so a fleet of
+producers spreads over them) and moves to the next one in the list only when the current one cannot be
+reached or does not answer; NameServers hold the same data, so any one of them will do.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+
+from producer.errors import NoRouteError, ProducerError
+from producer.rpc import ProducerRpc
+from rocketmq_wire.bodies.route import TopicRouteData
+from rocketmq_wire.codes import RequestCode, ResponseCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.namesrv import GetRouteInfoRequestHeader
+from rocketmq_wire.transport import RemotingError
+
+logger = logging.getLogger("producer.namesrv")
+
+
+def parse_namesrv_list(namesrv: str | list[str] | tuple[str, ...]) -> list[str]:
+    """``"host:port;host:port"`` (Java's ``namesrvAddr`` syntax) or a sequence of addresses, as a list."""
+    items = namesrv.split(";") if isinstance(namesrv, str) else list(namesrv)
+    addrs = [item.strip() for item in items if item.strip()]
+    if not addrs:
+        raise ValueError("no NameServer address given")
+    return addrs
+
+
+class NameServerClient:
+    """Route look-ups against a list of NameServers, sticking to one until it fails."""
+
+    def __init__(self, rpc: ProducerRpc, addrs: list[str], timeout_ms: float, rng: random.Random) -> None:
+        self._rpc = rpc
+        self._addrs = list(addrs)
+        self._timeout_ms = timeout_ms
+        self._index = rng.randrange(len(self._addrs))
+
+    @property
+    def addresses(self) -> list[str]:
+        return list(self._addrs)
+
+    @property
+    def current(self) -> str:
+        """The NameServer the next request goes to first."""
+        return self._addrs[self._index]
+
+    async def get_route(self, topic: str) -> TopicRouteData | None:
+        """The topic's route, or ``None`` when the NameServers do not know the topic.
+
+        Raises :class:`ProducerError` when no NameServer could answer, or one answered with an error.
+        """
+        cmd = RemotingCommand.request(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic)
+        )
+        response = await self._invoke(cmd)
+        if response.code == ResponseCode.TOPIC_NOT_EXIST:
+            return None
+        if response.code != ResponseCode.SUCCESS:
+            raise NoRouteError(
+                f"NameServer refused the route of {topic!r}: code {response.code} {response.remark or ''}"
+            )
+        try:
+            return TopicRouteData.from_json(response.body)
+        except CodecError as exc:
+            raise ProducerError(f"NameServer sent an unreadable route for topic {topic!r}: {exc}") from exc
+
+    async def _invoke(self, cmd: RemotingCommand) -> RemotingCommand:
+        last: RemotingError | None = None
+        for _ in range(len(self._addrs)):
+            addr = self._addrs[self._index]
+            try:
+                return await self._rpc.invoke(addr, cmd, self._timeout_ms)
+            except RemotingError as exc:
+                last = exc
+                self._index = (self._index + 1) % len(self._addrs)
+                logger.warning("NameServer %s failed (%s); trying %s next", addr, exc, self.current)
+                # the command was stamped and possibly signed for the failed attempt: start it afresh
+                cmd = RemotingCommand.request(cmd.code, cmd.custom_header, cmd.body)
+        raise ProducerError(f"no NameServer of {self._addrs} answered: {last}") from last

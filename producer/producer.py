@@ -1,0 +1,517 @@
+"""The asyncio producer: routes, queue choice, retries and the send itself.
+
+One :class:`Producer` owns everything it uses -- its remoting client (so its connections and opaque counter),
+route cache, latency table, unique-id generator and timers -- so any number of producers can share a process
+and an event loop without seeing each other. Concurrent ``send`` calls share the broker connection; the
+transport matches answers to requests by opaque, so they are pipelined.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import logging
+import random
+import ssl as ssl_module
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from producer._pending_wire import without_namespace, wrap_namespace
+from producer.config import ProducerConfig
+from producer.errors import (
+    BrokerError,
+    MessageValidationError,
+    ProducerError,
+    ProducerStateError,
+    SendFailedError,
+    SendTimeoutError,
+)
+from producer.fault import LatencyFaultTolerance
+from producer.heartbeat import HeartbeatSender
+from producer.identity import check_ip, client_id, default_instance_name, local_ip
+from producer.namesrv import NameServerClient, parse_namesrv_list
+from producer.result import MessageQueue, SendResult, SendStatus
+from producer.routes import RouteTable, TopicPublishInfo
+from producer.rpc import ProducerRpc
+from producer.selectors import QueueSelector, select_by_hash
+from producer.sender import (
+    RETRYABLE_RESPONSE_CODES,
+    PreparedMessage,
+    check_group,
+    check_topic,
+    parse_send_response,
+    prepare_batch,
+    prepare_message,
+    properties_flavour,
+    send_request,
+)
+from producer.timers import run_periodically
+from rocketmq_wire.codes import SerializeType
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.message import Message, PropertiesFlavour, UniqueIdGenerator
+from rocketmq_wire.transport import Connection, RemotingClient, RemotingError
+
+logger = logging.getLogger("producer")
+
+#: ``async def handler(request, connection) -> response or None`` for requests brokers send the producer.
+ServerRequestHandler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
+
+
+class _State(enum.Enum):
+    CREATED = "created"
+    RUNNING = "running"
+    STOPPED = "stopped"
+
+
+class _NoBrokerAddress(ProducerError):
+    """The route names a broker whose master address is unknown (Java's "The broker[...] not exist")."""
+
+
+class Producer:
+    """Sends messages to a RocketMQ cluster; use ``async with Producer(...)`` or ``start()``/``shutdown()``.
+
+    ``namesrv`` is Java's ``namesrvAddr``: ``"host:port;host:port"`` or a list. Settings come from
+    ``config`` (a :class:`ProducerConfig`, Java's defaults); the keyword arguments override the most common
+    ones. ``group`` and topics are given without namespace; results come back without it too.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        config: ProducerConfig | None = None,
+        namespace: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        ssl: ssl_module.SSLContext | None = None,
+        send_timeout_ms: float | None = None,
+        retry_times: int | None = None,
+        send_latency_fault_enable: bool | None = None,
+        serialize_type: SerializeType | None = None,
+        rng: random.Random | None = None,
+    ) -> None:
+        overrides: dict[str, Any] = {
+            "namespace": namespace,
+            "access_key": access_key,
+            "secret_key": secret_key,
+            "ssl": ssl,
+            "send_timeout_ms": send_timeout_ms,
+            "retry_times": retry_times,
+            "send_latency_fault_enable": send_latency_fault_enable,
+            "serialize_type": serialize_type,
+        }
+        base = config or ProducerConfig()
+        self.config = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
+        self.group = group
+        self.wire_group = wrap_namespace(self.config.namespace, group)
+        check_group(self.wire_group)
+        self.namesrv_addresses = parse_namesrv_list(namesrv if isinstance(namesrv, str) else list(namesrv))
+        self._rng = rng or random.Random()
+        self._flavour = properties_flavour(self.config.version)
+        self._state = _State.CREATED
+        self._client: RemotingClient | None = None
+        self._rpc: ProducerRpc | None = None
+        self._routes: RouteTable | None = None
+        self._heartbeat: HeartbeatSender | None = None
+        self._ids: UniqueIdGenerator | None = None
+        self._fault = LatencyFaultTolerance()
+        self._stop = asyncio.Event()
+        self._timers: list[asyncio.Task[None]] = []
+        self._background: set[asyncio.Task[Any]] = set()
+        self.client_id = ""
+
+    # -- lifecycle -------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.shutdown()
+
+    @property
+    def running(self) -> bool:
+        return self._state is _State.RUNNING
+
+    async def start(self) -> None:
+        """Set up the client and start the route-refresh and heartbeat timers; connects lazily."""
+        if self._state is not _State.CREATED:
+            raise ProducerStateError(f"the producer was already started ({self._state.value})")
+        config = self.config
+        ip = check_ip(config.client_ip) if config.client_ip else local_ip()
+        self.client_id = client_id(ip, config.instance_name or default_instance_name())
+        self._ids = UniqueIdGenerator(ip)
+        self._client = RemotingClient(ssl=config.ssl, handlers=self._server_request_handlers())
+        self._rpc = ProducerRpc(self._client, config)
+        namesrv = NameServerClient(self._rpc, self.namesrv_addresses, config.namesrv_timeout_ms, self._rng)
+        self._routes = RouteTable(
+            namesrv,
+            create_topic_key=config.create_topic_key,
+            default_topic_queue_nums=config.default_topic_queue_nums,
+            rng=self._rng,
+            on_new_broker=self._on_new_broker,
+        )
+        self._heartbeat = HeartbeatSender(
+            self._rpc, self.client_id, self.wire_group, config.send_timeout_ms, config.version
+        )
+        self._stop.clear()
+        loop = asyncio.get_running_loop()
+        self._timers = [
+            loop.create_task(
+                run_periodically(
+                    config.poll_namesrv_interval_ms, self._routes.refresh_all, "route refresh", self._stop
+                )
+            ),
+            loop.create_task(
+                run_periodically(config.heartbeat_interval_ms, self.send_heartbeats, "heartbeat", self._stop)
+            ),
+        ]
+        self._state = _State.RUNNING
+        logger.info(
+            "producer %s started as client %s (NameServers %s)",
+            self.wire_group,
+            self.client_id,
+            ";".join(self.namesrv_addresses),
+        )
+
+    async def shutdown(self) -> None:
+        """Stop the timers, unregister from every broker, close connections; idempotent."""
+        if self._state is not _State.RUNNING:
+            self._state = _State.STOPPED
+            return
+        self._state = _State.STOPPED
+        self._stop.set()
+        await asyncio.gather(*self._timers, return_exceptions=True)
+        for task in list(self._background):
+            task.cancel()
+        await asyncio.gather(*self._background, return_exceptions=True)
+        assert self._routes is not None and self._heartbeat is not None and self._client is not None
+        await self._routes.close()
+        addresses = [addr for addrs in self._routes.broker_addresses().values() for addr in addrs.values()]
+        await self._heartbeat.unregister(addresses)
+        await self._client.close()
+        logger.info("producer %s (client %s) shut down", self.wire_group, self.client_id)
+
+    # -- public sending API ----------------------------------------------------------------------------
+
+    async def send(
+        self,
+        message: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+        timeout_ms: float | None = None,
+    ) -> SendResult:
+        """Send and wait for the broker to store the message.
+
+        By default the queue is chosen round-robin and a failed attempt is retried on another broker
+        (``retry_times``). ``queue`` sends to that queue; ``selector(queues, message, arg)`` or
+        ``sharding_key`` (Java's hash selector) pick the queue of an ordered send; those are not retried
+        elsewhere, since that would break the order.
+        """
+        prepared = self._prepare(message, self._extra_properties(message))
+        result = await self._dispatch(
+            prepared, message, queue, selector, arg, sharding_key, timeout_ms, False
+        )
+        assert result is not None
+        return result
+
+    async def send_oneway(
+        self,
+        message: Message,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> None:
+        """Send without waiting for any answer (one attempt; fastest, and the message may be lost)."""
+        prepared = self._prepare(message, self._extra_properties(message))
+        await self._dispatch(prepared, message, queue, selector, arg, sharding_key, None, True)
+
+    async def send_batch(
+        self,
+        messages: Sequence[Message],
+        *,
+        queue: MessageQueue | None = None,
+        timeout_ms: float | None = None,
+    ) -> SendResult:
+        """Send several messages of one topic as one SEND_BATCH_MESSAGE; the result's ``msg_id`` lists
+        their unique ids, comma separated, and ``offset_msg_id`` the broker's ids likewise."""
+        self._check_running()
+        if not messages:
+            raise MessageValidationError("a batch needs at least one message")
+        ids = self._id_generator()
+        wire_topic = self._wire_topic(messages[0].topic)
+        unique_ids = [ids.next_id() for _ in messages]
+        batch_id = ids.next_id() if self._flavour is PropertiesFlavour.V5 else None
+        prepared = prepare_batch(
+            messages,
+            wire_topic,
+            unique_ids,
+            flavour=self._flavour,
+            max_message_size=self.config.max_message_size,
+            batch_unique_id=batch_id,
+        )
+        result = await self._dispatch(prepared, messages[0], queue, None, None, None, timeout_ms, False)
+        assert result is not None
+        return result
+
+    async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
+        """The queues a send to ``topic`` may go to (namespace removed), e.g. for a custom selector."""
+        self._check_running()
+        info = await self._route_table().publish_info(self._wire_topic(topic))
+        return [self._user_queue(q) for q in info.queues]
+
+    async def send_heartbeats(self) -> int:
+        """Heartbeat every master broker now (the timer does this every 30 s); returns how many accepted."""
+        if self._heartbeat is None or self._routes is None:
+            return 0
+        return await self._heartbeat.beat_all(self._routes.master_addresses())
+
+    # -- hooks for subclasses ----------------------------------------------------------------------------
+
+    def _server_request_handlers(self) -> Mapping[int, ServerRequestHandler]:
+        """Requests brokers may send this producer, by request code (the transaction producer adds one)."""
+        return {}
+
+    def _extra_properties(self, message: Message) -> dict[str, str]:
+        """System properties the send adds ahead of the unique id (the transaction producer's markers)."""
+        return {}
+
+    # -- internals ---------------------------------------------------------------------------------------
+
+    def _check_running(self) -> None:
+        if self._state is not _State.RUNNING:
+            raise ProducerStateError(f"the producer is not running ({self._state.value}); call start() first")
+
+    def _route_table(self) -> RouteTable:
+        assert self._routes is not None
+        return self._routes
+
+    def _id_generator(self) -> UniqueIdGenerator:
+        assert self._ids is not None
+        return self._ids
+
+    def _rpc_client(self) -> ProducerRpc:
+        assert self._rpc is not None
+        return self._rpc
+
+    def _wire_topic(self, topic: str) -> str:
+        wire = wrap_namespace(self.config.namespace, topic)
+        check_topic(wire, self.config.create_topic_key)
+        return wire
+
+    def _user_queue(self, queue: MessageQueue) -> MessageQueue:
+        return MessageQueue(
+            without_namespace(queue.topic, self.config.namespace), queue.broker_name, queue.queue_id
+        )
+
+    def _prepare(self, message: Message, extra: Mapping[str, str]) -> PreparedMessage:
+        self._check_running()
+        return prepare_message(
+            message,
+            self._wire_topic(message.topic),
+            self._id_generator().next_id(),
+            flavour=self._flavour,
+            max_message_size=self.config.max_message_size,
+            compress_over=self.config.compress_over,
+            compress_level=self.config.compress_level,
+            extra_properties=extra,
+        )
+
+    def _on_new_broker(self, addr: str) -> None:
+        if self._heartbeat is None or self._state is not _State.RUNNING:
+            return
+        task = asyncio.get_running_loop().create_task(self._heartbeat.beat(addr))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    async def _dispatch(
+        self,
+        prepared: PreparedMessage,
+        message: Message,
+        queue: MessageQueue | None,
+        selector: QueueSelector | None,
+        arg: Any,
+        sharding_key: str | None,
+        timeout_ms: float | None,
+        oneway: bool,
+    ) -> SendResult | None:
+        timeout = self.config.send_timeout_ms if timeout_ms is None else timeout_ms
+        if sharding_key is not None:
+            if selector is not None:
+                raise ValueError("give either a selector or a sharding_key, not both")
+            selector, arg = select_by_hash, sharding_key
+        if queue is not None and selector is not None:
+            raise ValueError("give either a queue or a selector, not both")
+        if queue is not None:
+            if queue.topic != message.topic:
+                raise MessageValidationError(
+                    f"the message's topic {message.topic!r} differs from the queue's {queue.topic!r}"
+                )
+            return await self._send_once(prepared, self._wire_queue(queue), timeout, oneway)
+        if selector is not None:
+            chosen = await self._select_with(prepared.topic, selector, message, arg, timeout)
+            return await self._send_once(prepared, chosen, timeout, oneway)
+        return await self._send_with_retries(prepared, timeout, oneway)
+
+    def _wire_queue(self, queue: MessageQueue) -> MessageQueue:
+        return MessageQueue(
+            wrap_namespace(self.config.namespace, queue.topic), queue.broker_name, queue.queue_id
+        )
+
+    async def _select_with(
+        self, wire_topic: str, selector: QueueSelector, message: Message, arg: Any, timeout_ms: float
+    ) -> MessageQueue:
+        info = await self._publish_info(wire_topic, timeout_ms)
+        queues = [self._user_queue(q) for q in info.queues]
+        chosen = selector(queues, message, arg)
+        if not isinstance(chosen, MessageQueue):
+            raise ProducerError(f"the queue selector returned {chosen!r}, not a MessageQueue")
+        return self._wire_queue(chosen)
+
+    async def _publish_info(self, wire_topic: str, timeout_ms: float) -> TopicPublishInfo:
+        try:
+            async with asyncio.timeout(timeout_ms / 1000):
+                return await self._route_table().publish_info(wire_topic)
+        except TimeoutError:
+            raise SendTimeoutError(
+                f"no route for topic {wire_topic} within {timeout_ms:.0f} ms", []
+            ) from None
+
+    async def _send_once(
+        self, prepared: PreparedMessage, queue: MessageQueue, timeout_ms: float, oneway: bool
+    ) -> SendResult | None:
+        """One attempt on a chosen queue (explicit queue or selector): errors go straight to the caller."""
+        await self._publish_info(prepared.topic, timeout_ms)
+        loop = asyncio.get_running_loop()
+        begin = loop.time()
+        try:
+            result = await self._send_to(prepared, queue, timeout_ms, oneway)
+        except (RemotingError, BrokerError, _NoBrokerAddress):
+            self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=True)
+            self._route_table().refresh_soon(prepared.topic)
+            raise
+        self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=False)
+        return result
+
+    async def _send_with_retries(
+        self, prepared: PreparedMessage, timeout_ms: float, oneway: bool
+    ) -> SendResult | None:
+        """Java's ``sendDefaultImpl``: up to 1 + ``retry_times`` attempts (one for oneway), each on the next
+        queue and, after a failure, preferably on another broker; all within one time budget."""
+        loop = asyncio.get_running_loop()
+        first = loop.time()
+        info = await self._publish_info(prepared.topic, timeout_ms)
+        attempts = 1 if oneway else 1 + self.config.retry_times
+        brokers: list[str] = []
+        result: SendResult | None = None
+        last_error: Exception | None = None
+        last_broker: str | None = None
+        for _ in range(attempts):
+            queue = self._select_queue(info, last_broker)
+            spent_ms = (loop.time() - first) * 1000
+            if spent_ms >= timeout_ms:
+                raise SendTimeoutError(
+                    f"send to topic {prepared.topic} used up its {timeout_ms:.0f} ms after "
+                    f"{len(brokers)} attempt(s) on {brokers}",
+                    brokers,
+                ) from last_error
+            brokers.append(queue.broker_name)
+            last_broker = queue.broker_name
+            begin = loop.time()
+            try:
+                result = await self._send_to(prepared, queue, timeout_ms - spent_ms, oneway)
+            except (RemotingError, _NoBrokerAddress) as exc:
+                self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=True)
+                logger.warning(
+                    "send to %s failed (%s); %s",
+                    queue,
+                    exc,
+                    "retrying" if len(brokers) < attempts else "giving up",
+                )
+                last_error = exc
+                self._route_table().refresh_soon(prepared.topic)
+                continue
+            except BrokerError as exc:
+                self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=True)
+                last_error = exc
+                if exc.code in RETRYABLE_RESPONSE_CODES:
+                    logger.warning(
+                        "broker refused the send to %s (%s); %s",
+                        queue,
+                        exc,
+                        "retrying" if len(brokers) < attempts else "giving up",
+                    )
+                    self._route_table().refresh_soon(prepared.topic)
+                    continue
+                if result is not None:
+                    return result
+                raise
+            self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=False)
+            if result is None:  # oneway
+                return None
+            if result.status is not SendStatus.SEND_OK and self.config.retry_another_broker_when_not_store_ok:
+                logger.info("send to %s stored with %s; retrying elsewhere", queue, result.status.value)
+                continue
+            return result
+        if result is not None:
+            return result
+        code = last_error.code if isinstance(last_error, BrokerError) else None
+        raise SendFailedError(
+            f"send to topic {prepared.topic} failed {len(brokers)} time(s), brokers {brokers}: {last_error}",
+            brokers,
+            code,
+        ) from last_error
+
+    def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
+        """Round-robin; with latency fault avoidance on, skip benched brokers (Java's ``MQFaultStrategy``)."""
+        if not self.config.send_latency_fault_enable:
+            return info.select(last_broker)
+        queue = info.select_available(self._fault.is_available, last_broker)
+        if queue is not None:
+            return queue
+        fallback = self._fault.pick_one_at_least()
+        if fallback is not None:
+            count = info.write_queue_nums(fallback)
+            if count > 0:
+                return MessageQueue(info.topic, fallback, info.next_queue_id(count))
+            self._fault.remove(fallback)
+        return info.select()
+
+    def _record_latency(self, broker_name: str, latency_ms: float, *, isolation: bool) -> None:
+        if self.config.send_latency_fault_enable:
+            self._fault.update(broker_name, latency_ms, isolation)
+
+    async def _send_to(
+        self, prepared: PreparedMessage, queue: MessageQueue, timeout_ms: float, oneway: bool
+    ) -> SendResult | None:
+        routes = self._route_table()
+        addr = routes.master_address(queue.broker_name)
+        if addr is None:
+            await routes.refresh(queue.topic)
+            addr = routes.master_address(queue.broker_name)
+            if addr is None:
+                raise _NoBrokerAddress(f"the broker {queue.broker_name!r} is not in any route")
+        cmd = send_request(
+            prepared,
+            group=self.wire_group,
+            queue=queue,
+            create_topic_key=self.config.create_topic_key,
+            default_topic_queue_nums=self.config.default_topic_queue_nums,
+            unit_mode=self.config.unit_mode,
+        )
+        rpc = self._rpc_client()
+        if oneway:
+            await rpc.invoke_oneway(addr, cmd, timeout_ms)
+            return None
+        response = await rpc.invoke(addr, cmd, timeout_ms)
+        return parse_send_response(response, prepared, self._user_queue(queue), addr)

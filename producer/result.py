@@ -1,0 +1,91 @@
+"""What a send returns, named as in Java's client so results read the same in logs and dashboards."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+
+from rocketmq_wire.codes import ResponseCode
+
+
+class SendStatus(enum.Enum):
+    """How durably the broker stored the message; every one of them means it *was* stored."""
+
+    SEND_OK = "SEND_OK"
+    FLUSH_DISK_TIMEOUT = "FLUSH_DISK_TIMEOUT"
+    FLUSH_SLAVE_TIMEOUT = "FLUSH_SLAVE_TIMEOUT"
+    SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
+
+    @classmethod
+    def from_response_code(cls, code: int) -> SendStatus | None:
+        """The status a send response code stands for, or ``None`` when the code is a failure."""
+        return _STATUS_BY_CODE.get(code)
+
+
+_STATUS_BY_CODE: dict[int, SendStatus] = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+
+@dataclasses.dataclass(frozen=True, slots=True, order=True)
+class MessageQueue:
+    """One queue of a topic on one broker; ordering follows Java's ``compareTo`` (topic, broker, id)."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+
+    def __str__(self) -> str:
+        return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class SendResult:
+    """The broker's answer to one send (or one batch).
+
+    ``msg_id`` is the id the producer made (``UNIQ_KEY``; for a batch, the ids of its messages joined by
+    commas), ``offset_msg_id`` the broker's store address id. ``message_queue.topic`` is the topic as the
+    caller named it, without the namespace.
+    """
+
+    status: SendStatus
+    msg_id: str
+    offset_msg_id: str | None
+    message_queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None = None
+    region_id: str = "DefaultRegion"
+    trace_on: bool = True
+
+    def __str__(self) -> str:
+        return (
+            f"SendResult [sendStatus={self.status.value}, msgId={self.msg_id}, "
+            f"offsetMsgId={self.offset_msg_id}, messageQueue={self.message_queue}, "
+            f"queueOffset={self.queue_offset}]"
+        )
+
+
+class LocalTransactionState(enum.Enum):
+    """The verdict on a half message: Java's ``LocalTransactionState`` (``UNKNOW`` spelt correctly)."""
+
+    COMMIT_MESSAGE = "COMMIT_MESSAGE"
+    ROLLBACK_MESSAGE = "ROLLBACK_MESSAGE"
+    UNKNOWN = "UNKNOW"
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class TransactionSendResult:
+    """A half message's send result plus the local transaction's verdict that was sent to the broker.
+
+    As in Java, ``offset_msg_id`` is not reported for half messages.
+    """
+
+    status: SendStatus
+    msg_id: str
+    message_queue: MessageQueue
+    queue_offset: int
+    transaction_id: str | None
+    local_state: LocalTransactionState

@@ -1,0 +1,41 @@
+"""Every request the producer sends goes through here, so serialization, version and ACL signing are applied
+in exactly one place (Java does the same with its RPC hook)."""
+
+from __future__ import annotations
+
+from producer.config import ProducerConfig
+from rocketmq_wire.acl import AclCredentials
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.transport import Connection, RemotingClient
+
+
+class ProducerRpc:
+    """Stamps, signs and sends commands over the producer's own :class:`RemotingClient`."""
+
+    def __init__(self, client: RemotingClient, config: ProducerConfig) -> None:
+        self.client = client
+        self._serialize_type = config.serialize_type
+        self._version = config.version
+        self._credentials = (
+            AclCredentials(config.access_key, config.secret_key, config.security_token)
+            if config.access_key is not None and config.secret_key is not None
+            else None
+        )
+
+    def prepare(self, cmd: RemotingCommand) -> RemotingCommand:
+        """Set serialization and version, then sign: the signature must cover the final ext entries."""
+        cmd.serialize_type = self._serialize_type
+        cmd.version = self._version
+        if self._credentials is not None:
+            self._credentials.sign(cmd)
+        return cmd
+
+    async def invoke(self, addr: str, cmd: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        return await self.client.invoke(addr, self.prepare(cmd), timeout_ms)
+
+    async def invoke_oneway(self, addr: str, cmd: RemotingCommand, timeout_ms: float | None = None) -> None:
+        await self.client.invoke_oneway(addr, self.prepare(cmd), timeout_ms)
+
+    async def oneway_on(self, conn: Connection, cmd: RemotingCommand) -> None:
+        """Send on a given connection: answers to a broker's own requests go back the way they came."""
+        await conn.oneway(self.prepare(cmd))
