@@ -118,16 +118,19 @@ class RegisterBrokerBody(JsonBody):
         reader = _Inflated(_inflate(bytes(data)))
         data_version = DataVersion.from_json(reader.blob("data version"))
         count = reader.count("topic config")
-        table: JavaMap[str, TopicConfig] = JavaMap()
+        read: dict[str, TopicConfig] = {}
         with_attributes = False
         for index in range(count):
             line = reader.blob(f"topic config {index}").decode("utf-8", "replace")
             config = TopicConfig.decode_line(line)
             with_attributes = with_attributes or config.attributes is not None
-            table[str(config.topic_name)] = config
+            read[str(config.topic_name)] = config
+        # Java puts the topics, as read, into a default ConcurrentHashMap: keep that map's order and size.
+        names = insertion_order(list(read), string_hash, CONCURRENT_HASH_MAP)
+        table = JavaMap(
+            ((name, read[name]) for name in names), table_size=CONCURRENT_HASH_MAP.size_for(len(names))
+        )
         servers = string_list(fastjson.loads(reader.blob("filter server list")), "filterServerList")
-        # Java decodes into a default ConcurrentHashMap.
-        table.table_size = CONCURRENT_HASH_MAP.size_for(len(table))
         wrapper: TopicConfigSerializeWrapper
         if reader.at_end() and not with_attributes:
             wrapper = TopicConfigSerializeWrapper(topic_config_table=table, data_version=data_version)
