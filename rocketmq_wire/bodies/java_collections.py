@@ -85,8 +85,9 @@ class MapKind(enum.Enum):
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class JavaTable:
-    """How Java builds a collection field: its class, the capacity given to its constructor, and whether
-    it is filled in one go (``putAll``, a copy constructor, ``clone``) rather than entry by entry.
+    """How Java builds a collection field: its class, the capacity given to its constructor, whether it
+    is filled in one go (``putAll``, a copy constructor, ``clone``) rather than entry by entry, and from
+    what other collection it is filled.
 
     A one-go fill sizes the table for the whole batch up front, so a copy is often smaller than the same
     map grown by single puts (a two-entry ``ConcurrentHashMap`` filled by ``putAll`` has four buckets).
@@ -95,6 +96,9 @@ class JavaTable:
     kind: MapKind
     initial_capacity: int | None = None
     copied: bool = False
+    #: Filled entry by entry while iterating another collection of this construction (a broker copying
+    #: its topic manager's table, say), so entries arrive in that collection's order.
+    source: JavaTable | None = None
 
     def initial_size(self) -> int:
         if self.initial_capacity is None:
@@ -227,6 +231,8 @@ def _concurrent_transfer(bins: list[list[tuple[int, T]]], old_size: int) -> list
 
 def insertion_order(keys: Sequence[T], key_hash: Callable[[T], int], table: JavaTable) -> list[T]:
     """The iteration order of a collection built by inserting ``keys`` one by one, in that order."""
+    if table.source is not None:
+        keys = insertion_order(keys, key_hash, table.source)
     if table.kind is MapKind.HASH_MAP or table.copied:
         # A HashMap resize keeps the relative order of entries that stay together, and a one-go copy never
         # resizes, so sorting by bucket in the final table is enough.

@@ -3,9 +3,9 @@
 A broker reports its whole topic table when it registers (inside :class:`RegisterBrokerBody`) and answers
 GET_ALL_TOPIC_CONFIG with it. 4.x sends a :class:`TopicConfigSerializeWrapper` whose table is the topic
 manager's own ``ConcurrentHashMap(1024)`` (2048 buckets); 5.x sends a
-:class:`TopicConfigAndMappingSerializeWrapper` holding a fresh default ``ConcurrentHashMap`` copy plus the
-static-topic mappings. The two iterate the same topics in different orders, which is why the table sizes
-are part of the classes here.
+:class:`TopicConfigAndMappingSerializeWrapper` holding a default ``ConcurrentHashMap`` filled by walking
+the manager's table, plus the static-topic mappings. The two iterate the same topics in different orders,
+which is why how each table is built is part of the classes here.
 """
 
 from __future__ import annotations
@@ -190,6 +190,10 @@ class TopicConfig(JsonBody):
         return config
 
 
+#: The broker's topic manager and the NameServer's topic queue table: ``ConcurrentHashMap(1024)``.
+_TOPIC_MANAGER_TABLE = JavaTable(MapKind.CONCURRENT_HASH_MAP, 1024)
+
+
 def _topic_config(value: Any, path: str) -> TopicConfig:
     return TopicConfig.from_object(object_fields(value, path))
 
@@ -202,7 +206,7 @@ def _data_version(obj: Fields | None) -> DataVersion:
 class TopicConfigSerializeWrapper(JsonBody):
     """A broker's topic table and its data version, as 4.x brokers send it."""
 
-    TOPIC_TABLE: ClassVar[JavaTable] = JavaTable(MapKind.CONCURRENT_HASH_MAP, 1024)
+    TOPIC_TABLE: ClassVar[JavaTable] = _TOPIC_MANAGER_TABLE
 
     topic_config_table: dict[str, TopicConfig] = dataclasses.field(default_factory=dict)
     data_version: DataVersion = dataclasses.field(default_factory=DataVersion)
@@ -247,7 +251,7 @@ MAPPING_KEYS = ("mappingDataVersion", "topicQueueMappingInfoMap", "topicQueueMap
 class TopicConfigAndMappingSerializeWrapper(TopicConfigSerializeWrapper):
     """The 5.x wrapper: the topic table plus static-topic mappings and their own data version."""
 
-    TOPIC_TABLE: ClassVar[JavaTable] = CONCURRENT_HASH_MAP
+    TOPIC_TABLE: ClassVar[JavaTable] = JavaTable(MapKind.CONCURRENT_HASH_MAP, source=_TOPIC_MANAGER_TABLE)
 
     topic_queue_mapping_info_map: dict[str, TopicQueueMappingInfo] = dataclasses.field(default_factory=dict)
     topic_queue_mapping_detail_map: dict[str, TopicQueueMappingDetail] = dataclasses.field(
@@ -313,11 +317,12 @@ class TopicConfigAndQueueMapping(TopicConfig):
 class TopicList(JsonBody):
     """Topic names (a hash set) and, for some requests, the broker they came from.
 
-    5.x keeps the names in ``ConcurrentHashMap.newKeySet()``, 4.x in a ``HashSet``; a list built here is
-    ordered as the 5.x set, one read off the wire keeps its own table size.
+    5.x collects the NameServer's topics (a ``ConcurrentHashMap(1024)``) into
+    ``ConcurrentHashMap.newKeySet()``, 4.x into a ``HashSet``; a list built here is ordered as the 5.x
+    set, one read off the wire keeps its own table size.
     """
 
-    TOPIC_SET: ClassVar[JavaTable] = CONCURRENT_HASH_MAP
+    TOPIC_SET: ClassVar[JavaTable] = JavaTable(MapKind.CONCURRENT_HASH_MAP, source=_TOPIC_MANAGER_TABLE)
 
     topic_list: list[str] = dataclasses.field(default_factory=list)
     broker_addr: str | None = None
