@@ -46,10 +46,12 @@ class GroupCommitService:
             return await asyncio.wait_for(asyncio.shield(future), timeout)
         except TimeoutError:
             log.warning("fsync did not reach offset %d within %.1f s", offset, timeout)
+            self._waiters = [(o, f) for o, f in self._waiters if f is not future]
             return False
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
+        previous = -1
         while self._waiters:
             try:
                 flushed = await loop.run_in_executor(self._executor, self._flush)
@@ -58,6 +60,12 @@ class GroupCommitService:
                 self._fail_all()
                 return
             self.rounds += 1
+            if flushed <= previous:
+                # Nothing new became durable, so another round would only spin: the remaining waiters
+                # asked for bytes not written yet and time out unless a later append restarts the worker.
+                log.error("fsync stalled at offset %d with %d appends waiting", flushed, len(self._waiters))
+                return
+            previous = flushed
             still_waiting: list[tuple[int, asyncio.Future[bool]]] = []
             for offset, future in self._waiters:
                 if offset <= flushed:

@@ -612,6 +612,11 @@ class MessageStore:
     def max_physical_offset(self) -> int:
         return self._commit_log.max_offset
 
+    @property
+    def flushed_physical_offset(self) -> int:
+        """Commit-log offset below which every byte has been fsynced."""
+        return self._commit_log.flushed_offset
+
     def topics(self) -> dict[str, list[int]]:
         """Every topic with a consume queue, with its queue ids."""
         with self._lock:

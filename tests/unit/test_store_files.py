@@ -1,0 +1,196 @@
+"""The building blocks: segment files, consume queues and the Apache-layout index file."""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from broker.store.consume_queue import ConsumeQueue, tag_hash_code, to_java_int
+from broker.store.index_file import HEADER_SIZE, IndexFile, index_file_size, index_key_hash
+from broker.store.index_service import IndexService
+from broker.store.segment import Segment, parse_segment_name, segment_name
+from broker.store.segment_queue import SegmentQueue
+from rocketmq_wire.javahash import java_string_hash
+
+# --- segments -----------------------------------------------------------------------------------------------
+
+
+def test_segment_names_are_twenty_digit_offsets() -> None:
+    assert segment_name(1073741824) == "00000000001073741824"
+    assert parse_segment_name("00000000001073741824") == 1073741824
+    assert parse_segment_name("1073741824") is None
+    assert parse_segment_name("0000000000107374182x") is None
+
+
+def test_segment_is_preallocated_and_truncation_zeroes_the_tail(tmp_path: Path) -> None:
+    segment = Segment.create(tmp_path, 4096, 4096)
+    assert segment.path.name == segment_name(4096)
+    assert segment.path.stat().st_size == 4096
+    assert segment.append(b"abcdef") == 4096
+    assert segment.append(b"ghij") == 4102
+    assert segment.read(0, 10) == b"abcdefghij"
+    segment.truncate_to(3)
+    assert (segment.write_position, segment.read(0, 10)) == (3, b"abc" + b"\0" * 7)
+    assert segment.path.stat().st_size == 4096
+    with pytest.raises(ValueError):
+        segment.append(b"x" * 5000)
+    segment.destroy()
+    assert not segment.path.exists()
+
+
+def test_segment_queue_finds_rolls_and_cuts(tmp_path: Path) -> None:
+    queue = SegmentQueue(tmp_path, 1024)
+    first = queue.create_next(0)
+    first.append(b"a" * 1024)
+    second = queue.create_next()
+    second.append(b"b" * 100)
+    assert (queue.min_offset, queue.max_offset) == (0, 1124)
+    assert queue.find(1023) is first and queue.find(1024) is second and queue.find(2048) is None
+    assert queue.flush() == 1124
+    assert queue.flushed_offset == 1124
+    syncs = queue.sync_count
+    assert queue.flush() == 1124 and queue.sync_count == syncs  # nothing new: no fsync
+    third = queue.create_next()
+    queue.set_end(1050)
+    assert not third.path.exists()
+    assert queue.max_offset == 1050 and second.read(26, 10) == b"\0" * 10
+
+
+def test_segment_queue_load_ignores_files_before_a_gap(tmp_path: Path) -> None:
+    for start in (0, 2048, 3072):
+        (tmp_path / segment_name(start)).write_bytes(b"\0" * 1024)
+    (tmp_path / "not-a-segment").write_bytes(b"x")
+    queue = SegmentQueue(tmp_path, 1024)
+    queue.load()
+    assert [s.start for s in queue.segments] == [2048, 3072]
+
+
+def test_segment_queue_refuses_misaligned_files(tmp_path: Path) -> None:
+    (tmp_path / segment_name(100)).write_bytes(b"\0" * 1024)
+    with pytest.raises(ValueError):
+        SegmentQueue(tmp_path, 1024).load()
+
+
+# --- consume queue ------------------------------------------------------------------------------------------
+
+
+def test_tag_hash_code_is_javas_signed_hash() -> None:
+    assert tag_hash_code(None) == tag_hash_code("") == 0
+    assert tag_hash_code("TagA") == to_java_int(java_string_hash("TagA"))
+    assert to_java_int(0xFFFFFFFF) == -1
+    assert to_java_int(-5) == -5
+    # "polygenelubricants".hashCode() is Integer.MIN_VALUE in Java.
+    assert tag_hash_code("polygenelubricants") == -(2**31)
+
+
+def test_consume_queue_entries_span_files(tmp_path: Path) -> None:
+    queue = ConsumeQueue(tmp_path, "T", 3, entries_per_file=4)
+    for i in range(10):
+        assert queue.put(i, 1000 + i * 50, 50, i - 5)
+    assert not queue.put(4, 9999, 1, 0)  # already there: re-dispatch is a no-op
+    assert (queue.min_offset, queue.max_offset, queue.file_count) == (0, 10, 3)
+    assert sorted(p.name for p in (tmp_path / "T" / "3").iterdir()) == [
+        segment_name(0),
+        segment_name(80),
+        segment_name(160),
+    ]
+    entries = queue.read(2, 6)
+    assert entries is not None
+    assert [(e.queue_offset, e.commit_log_offset, e.tags_code) for e in entries] == [
+        (i, 1000 + i * 50, i - 5) for i in range(2, 8)
+    ]
+    assert queue.read(10, 5) == []
+    raw = (tmp_path / "T" / "3" / segment_name(0)).read_bytes()
+    assert struct.unpack_from(">qiq", raw, 20) == (1050, 50, -4)
+
+
+def test_consume_queue_starting_mid_file_pads_like_apache(tmp_path: Path) -> None:
+    queue = ConsumeQueue(tmp_path, "T", 0, entries_per_file=10)
+    queue.put(13, 5000, 40, 0)
+    assert (queue.min_offset, queue.max_offset) == (13, 14)
+    raw = (tmp_path / "T" / "0" / segment_name(200)).read_bytes()
+    assert struct.unpack_from(">qiq", raw, 0) == (0, 0x7FFFFFFF, 0)
+    entry = queue.get(13)
+    assert entry is not None and entry.commit_log_offset == 5000
+    assert queue.get(12) is None
+
+
+def test_consume_queue_truncates_and_recovers(tmp_path: Path) -> None:
+    queue = ConsumeQueue(tmp_path, "T", 0, entries_per_file=4)
+    for i in range(10):
+        queue.put(i, i * 100, 100, 0)
+    queue.truncate_from_physical(650)
+    assert queue.max_offset == 7
+    queue.close()
+    reloaded = ConsumeQueue(tmp_path, "T", 0, entries_per_file=4)
+    reloaded.load()
+    reloaded.recover()
+    assert reloaded.max_offset == 7
+    last = reloaded.last()
+    assert last is not None and last.commit_log_offset == 600
+    reloaded.correct_min_offset(250)
+    assert reloaded.min_offset == 3
+    assert reloaded.delete_expired(450) == 1  # the first file's entries all end at or before 400
+    assert reloaded.min_offset == 5
+    assert reloaded.read(2, 3) is None
+
+
+def test_consume_queue_search_is_a_bisection(tmp_path: Path) -> None:
+    queue = ConsumeQueue(tmp_path, "T", 0, entries_per_file=8)
+    for i in range(30):
+        queue.put(i, i * 10, 10, 0)
+    assert queue.search(lambda e: e.commit_log_offset >= 155) == 16
+    assert queue.search(lambda e: False) == 30
+    assert queue.search(lambda e: True) == 0
+
+
+# --- index file ---------------------------------------------------------------------------------------------
+
+
+def test_index_key_hash_is_javas_abs_hash() -> None:
+    assert index_key_hash("T#k") == abs(to_java_int(java_string_hash("T#k")))
+    assert index_key_hash("polygenelubricants") == 0  # Math.abs(MIN_VALUE) stays negative: Apache uses 0
+    assert all(index_key_hash(f"T#{i}") >= 0 for i in range(200))
+
+
+def test_index_file_layout_and_lookup(tmp_path: Path) -> None:
+    path = tmp_path / "20240611043000000"
+    index = IndexFile.create(path, slot_count=4, entry_count=10)
+    assert path.stat().st_size == index_file_size(4, 10) == 40 + 4 * 4 + 10 * 20
+    base = 1_700_000_000_000
+    assert index.put(["T#a", "T#b"], 100, base) == 2
+    assert index.put(["T#a"], 200, base + 3_500) == 1
+    assert index.lookup("T#a", 10, 0, 2**62) == [200, 100]
+    assert index.lookup("T#a", 1, 0, 2**62) == [200]
+    assert index.lookup("T#b", 10, 0, 2**62) == [100]
+    assert index.lookup("T#a", 10, base + 2000, base + 9000) == [200]
+    assert index.lookup("T#zzz", 10, 0, 2**62) == []
+    data = path.read_bytes()
+    begin_ts, end_ts, begin_phy, end_phy, _slots, count = struct.unpack_from(">qqqqii", data, 0)
+    assert (begin_ts, end_ts, begin_phy, end_phy, count) == (base, base + 3_500, 100, 200, 4)
+    # Entry 3 (the second put of T#a): key hash, offset, seconds after begin, previous entry of its slot.
+    entry = struct.unpack_from(">iqii", data, HEADER_SIZE + 4 * 4 + 3 * 20)
+    assert entry == (index_key_hash("T#a"), 200, 3, 1)
+    index.close()
+    reopened = IndexFile(path, 4, 10)
+    assert reopened.lookup("T#a", 10, 0, 2**62) == [200, 100]
+    reopened.close()
+
+
+def test_index_service_rolls_and_drops(tmp_path: Path) -> None:
+    clock_value = [1_700_000_000_000]
+    service = IndexService(tmp_path, 4, 5, lambda: clock_value[0])
+    for i in range(12):
+        clock_value[0] += 1
+        service.put([f"T#k{i % 2}"], i * 100, clock_value[0])
+    names = [f.path.name for f in service.files]
+    assert len(names) == 3 and names == sorted(names)
+    assert service.last_indexed_offset == 1100
+    assert service.lookup("T", "k1", 64, 0, 2**62) == [1100, 900, 700, 500, 300, 100]
+    assert service.drop_from(1000) == 800
+    assert service.last_indexed_offset == 700
+    assert service.delete_expired(500) == 1
+    assert service.lookup("T", "k0", 64, 0, 2**62) == [600, 400]
+    service.close()

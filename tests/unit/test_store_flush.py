@@ -1,0 +1,186 @@
+"""Flushing: SYNC group commit shares fsyncs and acknowledges only durable data; ASYNC flushes on a timer."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from broker.store import FlushDiskType, MessageStore, PutMessageStatus, StoreConfig
+from broker.store.checkpoint import load_checkpoint
+from broker.store.flush import GroupCommitService
+from broker.store.segment_queue import SegmentQueue
+from rocketmq_wire.message.properties import encode_properties
+from rocketmq_wire.message.stored import MessageExt, decode_messages
+
+
+def message(body: bytes, queue_id: int = 0, wait: bool = True) -> MessageExt:
+    properties = {} if wait else {"WAIT": "false"}
+    return MessageExt(
+        topic="FlushT",
+        body=body,
+        queue_id=queue_id,
+        properties_string=encode_properties(properties),
+        born_host="127.0.0.1:1",
+    )
+
+
+def sync_config(**overrides: object) -> StoreConfig:
+    return StoreConfig(
+        commit_log_segment_size=256 * 1024,
+        flush_disk_type=FlushDiskType.SYNC_FLUSH,
+        **overrides,  # type: ignore[arg-type]
+    )
+
+
+async def test_group_commit_acknowledges_many_appends_with_few_fsyncs(tmp_path: Path) -> None:
+    store = MessageStore(tmp_path, sync_config())
+    await store.start()
+    try:
+        before = store.sync_count
+
+        async def append(i: int) -> tuple[int, int]:
+            result = await store.put_message_async(message(b"m%04d" % i, queue_id=i % 4))
+            assert result.status is PutMessageStatus.PUT_OK
+            end = result.wrote_offset + result.wrote_bytes
+            # Resolved means durable: an fsync has covered this message's last byte.
+            assert store.flushed_physical_offset >= end
+            return result.queue_offset, end
+
+        results = await asyncio.gather(*(append(i) for i in range(300)))
+        fsyncs = store.sync_count - before
+        assert 1 <= fsyncs < 30
+        assert len({end for _, end in results}) == 300
+        for queue_id in range(4):
+            got = store.get_messages("FlushT", queue_id, 0, 1000)
+            assert got.max_offset == 75
+    finally:
+        await store.stop()
+
+
+async def test_sync_append_waits_for_its_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    started = threading.Event()
+    gate = threading.Event()
+    original: Callable[[SegmentQueue], int] = SegmentQueue.flush
+
+    def gated_flush(self: SegmentQueue) -> int:
+        if threading.current_thread().name.startswith("store-fsync"):
+            started.set()
+            gate.wait(10)
+        return original(self)
+
+    store = MessageStore(tmp_path, sync_config())
+    await store.start()
+    monkeypatch.setattr(SegmentQueue, "flush", gated_flush)
+    loop = asyncio.get_running_loop()
+    with ThreadPoolExecutor(1) as waiter:
+        try:
+            task = asyncio.create_task(store.put_message_async(message(b"durable")))
+            assert await loop.run_in_executor(waiter, started.wait, 10)
+            assert not task.done()
+            assert store.flushed_physical_offset == 0
+            gate.set()
+            result = await task
+            assert result.status is PutMessageStatus.PUT_OK
+            assert store.flushed_physical_offset >= result.wrote_offset + result.wrote_bytes
+        finally:
+            gate.set()
+            await store.stop()
+
+
+async def test_slow_fsync_answers_flush_disk_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    gate = threading.Event()
+    original: Callable[[SegmentQueue], int] = SegmentQueue.flush
+
+    def stuck_flush(self: SegmentQueue) -> int:
+        if threading.current_thread().name.startswith("store-fsync"):
+            gate.wait(10)
+        return original(self)
+
+    store = MessageStore(tmp_path, sync_config(sync_flush_timeout_ms=50))
+    await store.start()
+    monkeypatch.setattr(SegmentQueue, "flush", stuck_flush)
+    try:
+        result = await store.put_message_async(message(b"late"))
+        assert result.status is PutMessageStatus.FLUSH_DISK_TIMEOUT
+        # Stored all the same, as Apache's FLUSH_DISK_TIMEOUT is.
+        assert decode_messages(store.get_messages("FlushT", 0, 0).body)[0].body == b"late"
+        # A producer that does not wait (WAIT=false) is answered at once.
+        quick = await store.put_message_async(message(b"nowait", wait=False))
+        assert quick.status is PutMessageStatus.PUT_OK
+    finally:
+        gate.set()
+        await store.stop()
+
+
+async def test_async_mode_flushes_and_checkpoints_on_a_timer(tmp_path: Path) -> None:
+    config = StoreConfig(
+        commit_log_segment_size=256 * 1024,
+        flush_interval_commit_log_ms=10,
+        flush_interval_consume_queue_ms=20,
+    )
+    store = MessageStore(tmp_path, config)
+    store.open()
+    flushed = threading.Event()
+    checkpointed = threading.Event()
+    real_flush = store._commit_log.flush
+    real_checkpoint = store.checkpoint
+
+    def observed_flush() -> int:
+        offset = real_flush()
+        if offset >= store.max_physical_offset > 0:
+            flushed.set()
+        return offset
+
+    def observed_checkpoint() -> object:
+        result = real_checkpoint()
+        if result.dispatched_offset > 0:
+            checkpointed.set()
+        return result
+
+    store._commit_log.flush = observed_flush  # type: ignore[method-assign]
+    store.checkpoint = observed_checkpoint  # type: ignore[assignment,method-assign]
+    await store.start()
+    loop = asyncio.get_running_loop()
+    try:
+        result = await store.put_message_async(message(b"async"))
+        assert result.status is PutMessageStatus.PUT_OK
+        with ThreadPoolExecutor(2) as waiter:
+            assert await loop.run_in_executor(waiter, flushed.wait, 10)
+            assert await loop.run_in_executor(waiter, checkpointed.wait, 10)
+        assert store.flushed_physical_offset >= result.wrote_offset + result.wrote_bytes
+        checkpoint = load_checkpoint(tmp_path)
+        assert checkpoint is not None and checkpoint.dispatched_offset == store.max_physical_offset
+    finally:
+        await store.stop()
+    assert not store.is_open
+
+
+async def test_group_commit_service_resolves_waiters_by_offset() -> None:
+    durable = 0
+    calls = 0
+    lock = threading.Lock()
+
+    def flush() -> int:
+        nonlocal durable, calls
+        with lock:
+            calls += 1
+            durable = target
+            return durable
+
+    target = 100
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(flush, lambda: durable, executor)
+        results = await asyncio.gather(*(service.wait_durable(offset, 5) for offset in (10, 50, 100)))
+        assert results == [True, True, True]
+        assert calls == 1
+        assert await service.wait_durable(80, 5)  # already durable: no fsync needed
+        assert calls == 1
+        target = 150
+        assert not await service.wait_durable(400, 0.2)  # the flush never gets there
+        await service.close()
+        assert not await service.wait_durable(500, 1)
