@@ -2,7 +2,9 @@
 
 They prove what every other test that uses the C++ client relies on: the native library loads (in a separate
 process), the peer turns failures into readable errors and exit codes instead of hangs, and no process
-started here is left behind — whether the peer exits, times out, is killed, or loses its parent.
+started here is left behind — whether the peer exits, times out, is killed, or loses its parent. The success
+paths (SendResults, orderly and batch sends, pull and push consumption with a redelivery) run against
+``fake_cluster``, an in-process scripted NameServer + Broker that also records what the C++ client sent.
 """
 
 from __future__ import annotations
@@ -26,7 +28,9 @@ try:
 except ModuleNotFoundError:  # tests/integration has no __init__.py: pytest put only this folder on sys.path
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     from tests.integration.cpp_peer import runner
+from rocketmq_wire.codes import RequestCode
 from tests.integration.cpp_peer import fixtures
+from tests.integration.cpp_peer.fake_cluster import FakeCluster, fake_cluster
 
 # Until tests/integration/conftest.py provides them (see fixtures.py).
 cpp_client_unavailable = fixtures.cpp_client_unavailable
@@ -51,6 +55,12 @@ def _alive(pid: int) -> bool:
 def assert_gone(result: runner.PeerResult) -> None:
     assert runner.process_gone(result.pid), f"peer pid {result.pid} still exists"
     assert runner.group_gone(result.pid), f"process group {result.pid} still has members"
+
+
+@pytest.fixture
+def cluster() -> Iterator[FakeCluster]:
+    with fake_cluster(queues=4) as running:
+        yield running
 
 
 @pytest.fixture
@@ -222,3 +232,97 @@ def test_a_peer_whose_parent_dies_exits_by_itself(refused_namesrv: str, cpp_clie
     finally:
         if _alive(pid):
             os.killpg(pid, signal.SIGKILL)
+
+
+# ------------------------------------------------------------------------------------ against fake_cluster
+
+
+def test_send_sync_reports_each_send_result(cpp_client: runner.CppClient, cluster: FakeCluster) -> None:
+    body = b"\x00binary\x00"
+    specs = [
+        cpp_client.message(
+            body, tags="TagA", keys=["k1", "k2"], properties={"origin": "peer"}, delay_level=2
+        ),
+        cpp_client.message("text {i}"),
+    ]
+    result = cpp_client.send_sync(cluster.address, TOPIC, specs, extra=["--count", "2"]).check()
+    outcomes = result.send_results()
+    assert [o.status for o in outcomes] == ["SEND_OK"] * 4
+    stored = {m.unique_id: m for m in cluster.stored(TOPIC)}
+    assert len(stored) == 4 and all(o.msg_id in stored for o in outcomes)  # msg_id is the UNIQ_KEY
+    first = stored[outcomes[0].msg_id]
+    assert first.body == body and first.tags == "TagA" and first.keys == ["k1", "k2"]
+    assert (first.properties["origin"], first.properties["DELAY"]) == ("peer", "2")
+    assert [o.offset for o in outcomes] == [stored[o.msg_id].queue_offset for o in outcomes]
+    sends = cluster.requests(RequestCode.SEND_MESSAGE)
+    assert len(sends) == 4 and {r.language for r in sends} == {"CPP"}
+    assert_gone(result)
+
+
+def test_send_orderly_picks_the_key_modulo_queue_count(
+    cpp_client: runner.CppClient, cluster: FakeCluster
+) -> None:
+    specs = [cpp_client.message("ordered {i}")]
+    result = cpp_client.send_orderly(cluster.address, TOPIC, specs, sharding_key=7, extra=["--count", "3"])
+    outcomes = result.check().send_results()
+    assert [(o.selected_queue, o.queue_count) for o in outcomes] == [(3, 4)] * 3
+    assert [(m.queue_id, m.body) for m in cluster.stored(TOPIC)] == [(3, b"ordered %d" % i) for i in range(3)]
+
+
+def test_send_batch_and_oneway(cpp_client: runner.CppClient, cluster: FakeCluster) -> None:
+    batch = cpp_client.send_batch(
+        cluster.address, TOPIC, [cpp_client.message("batched {i}")], extra=["--count", "3"]
+    )
+    [outcome] = batch.check().send_results()
+    assert outcome.status == "SEND_OK" and outcome.batch_size == 3
+    # The C++ client sends a batch as SEND_MESSAGE with batch=1, not as SEND_BATCH_MESSAGE.
+    [request] = cluster.requests(RequestCode.SEND_MESSAGE)
+    assert request.fields["batch"] == "1"
+    oneway = cpp_client.send_oneway(cluster.address, TOPIC, [cpp_client.message("one way")]).check()
+    assert [e["index"] for e in oneway.of("sent_oneway")] == [0]
+    deadline = time.monotonic() + 5
+    while len(cluster.stored(TOPIC)) < 4 and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert sorted(m.body for m in cluster.stored(TOPIC)) == [
+        b"batched 0",
+        b"batched 1",
+        b"batched 2",
+        b"one way",
+    ]
+
+
+def test_pull_consume_reads_every_queue(cpp_client: runner.CppClient, cluster: FakeCluster) -> None:
+    specs = [cpp_client.message(b"\x00pulled\x00", tags="TagP", properties={"origin": "peer"})]
+    cpp_client.send_sync(cluster.address, TOPIC, specs, extra=["--count", "6"]).check()
+    result = cpp_client.pull_consume(
+        cluster.address, "CppPeerPullGroup", TOPIC, properties=["origin"]
+    ).check()
+    assert sorted(q["queue_id"] for q in result.of("queue")) == [0, 1, 2, 3]
+    received = result.messages()
+    assert len(received) == 6
+    assert {(m.body, m.body_exact, m.tags, m.properties["origin"]) for m in received} == {
+        (b"\x00pulled\x00", True, "TagP", "peer")
+    }
+    assert {m.msg_id for m in received} == {m.unique_id for m in cluster.stored(TOPIC)}
+    assert all(p["status"] in ("FOUND", "NO_NEW_MSG") for p in result.of("pull"))
+    assert_gone(result)
+
+
+def test_push_consume_delivers_and_redelivers(cpp_client: runner.CppClient, cluster: FakeCluster) -> None:
+    """``--fail-first 1`` answers RECONSUME_LATER once: the C++ client sends it back and gets it again."""
+    consumer = cpp_client.start_push_consumer(
+        cluster.address, "CppPeerPushGroup", TOPIC, 3, extra=["--fail-first", "1"], timeout=30
+    )
+    consumer.wait_for("ready", timeout=20)
+    cpp_client.send_sync(
+        cluster.address, TOPIC, [cpp_client.message("pushed {i}")], extra=["--count", "3"]
+    ).check()
+    result = consumer.finish().check()
+    acknowledged = result.messages()
+    assert sorted(m.body for m in acknowledged) == [b"pushed 0", b"pushed 1", b"pushed 2"]
+    assert {m.topic for m in acknowledged} == {TOPIC}
+    [failed] = [m for m in result.messages(acknowledged_only=False) if m.consume_status == "RECONSUME_LATER"]
+    [again] = [m for m in acknowledged if m.body == failed.body]
+    assert (failed.reconsume_times, again.reconsume_times) == (0, 1)
+    assert len(cluster.requests(RequestCode.CONSUMER_SEND_MSG_BACK)) == 1
+    assert_gone(result)
