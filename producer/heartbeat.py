@@ -15,6 +15,7 @@ from producer.rpc import ProducerRpc
 from rocketmq_wire.bodies.heartbeat import HeartbeatData, ProducerData
 from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.javahash import ExtFields
 from rocketmq_wire.headers.consumer import HeartbeatRequestHeader, UnregisterClientRequestHeader
 from rocketmq_wire.transport import RemotingError
 
@@ -23,11 +24,27 @@ logger = logging.getLogger("producer.heartbeat")
 _V5_0_0 = MQVersion.NAMES.index("V5_0_0")
 
 
+def heartbeat_request(body: bytes, version: int) -> RemotingCommand:
+    """HEART_BEAT: 4.x clients send no header at all, 5.x ones an empty one (an empty ext map on the wire)."""
+    if version >= _V5_0_0:
+        return RemotingCommand.request(
+            RequestCode.HEART_BEAT, HeartbeatRequestHeader(), body, ext_fields=ExtFields()
+        )
+    return RemotingCommand.request(RequestCode.HEART_BEAT, None, body)
+
+
+def unregister_request(client_id: str, group: str) -> RemotingCommand:
+    """UNREGISTER_CLIENT for one producer group (Java sends one request per group it leaves)."""
+    header = UnregisterClientRequestHeader(client_id=client_id, producer_group=group)
+    return RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header)
+
+
 class HeartbeatSender:
     """Heartbeats and unregistration for one producer's client id and group."""
 
     def __init__(self, rpc: ProducerRpc, client_id: str, group: str, timeout_ms: float, version: int) -> None:
         self._rpc = rpc
+        self._version = version
         self._v5 = version >= _V5_0_0
         self.client_id = client_id
         self.group = group
@@ -48,7 +65,7 @@ class HeartbeatSender:
 
     async def beat(self, addr: str) -> bool:
         """One heartbeat to ``addr``; failures are logged and reported as ``False``, never raised."""
-        cmd = RemotingCommand.request(RequestCode.HEART_BEAT, HeartbeatRequestHeader(), self.body())
+        cmd = heartbeat_request(self.body(), self._version)
         try:
             response = await self._rpc.invoke(addr, cmd, self._timeout_ms)
         except RemotingError as exc:
@@ -73,8 +90,7 @@ class HeartbeatSender:
         connection closing; this just makes it immediate)."""
 
         async def one(addr: str, group: str) -> None:
-            header = UnregisterClientRequestHeader(client_id=self.client_id, producer_group=group)
-            cmd = RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header)
+            cmd = unregister_request(self.client_id, group)
             try:
                 response = await self._rpc.invoke(addr, cmd, self._timeout_ms)
             except RemotingError as exc:

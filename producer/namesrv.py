@@ -31,6 +31,11 @@ def parse_namesrv_list(namesrv: str | list[str] | tuple[str, ...]) -> list[str]:
     return addrs
 
 
+def route_request(topic: str) -> RemotingCommand:
+    """GET_ROUTEINFO_BY_TOPIC as a Java client asks it: the topic and nothing else."""
+    return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic))
+
+
 class NameServerClient:
     """Route look-ups against a list of NameServers, sticking to one until it fails."""
 

@@ -69,6 +69,36 @@ def transaction_result(result: SendResult, state: LocalTransactionState) -> Tran
     )
 
 
+def end_transaction_request(
+    result: SendResult,
+    state: LocalTransactionState,
+    *,
+    group: str,
+    wire_topic: str,
+    version: int,
+    error: BaseException | None = None,
+) -> RemotingCommand:
+    """END_TRANSACTION for a half message's send result, as Java's ``endTransaction`` builds it.
+
+    The commit-log offset comes from the broker's offset id (the producer's own id when the broker sent
+    none); 5.x clients also name the topic. A failed local transaction is described in the remark.
+    """
+    stored_at = decode_offset_msg_id(result.offset_msg_id or result.msg_id)
+    header = EndTransactionRequestHeader(
+        topic=wire_topic if version >= _V5_0_0 else None,
+        producer_group=group,
+        tran_state_table_offset=result.queue_offset,
+        commit_log_offset=stored_at.offset,
+        commit_or_rollback=int(_VERDICT[state]),
+        from_transaction_check=False,
+        msg_id=result.msg_id,
+        transaction_id=result.transaction_id,
+        bname=result.message_queue.broker_name,
+    )
+    remark = f"executeLocalTransactionBranch exception: {error!r}" if error is not None else None
+    return RemotingCommand.request(RequestCode.END_TRANSACTION, header, remark=remark)
+
+
 class TransactionProducer(Producer):
     """A producer of transactional messages; ``checker`` answers the broker's state checks.
 
@@ -137,24 +167,18 @@ class TransactionProducer(Producer):
     ) -> None:
         """Step three on its own: END_TRANSACTION (oneway) to the broker holding the half message."""
         self._check_running()
-        stored_at = decode_offset_msg_id(result.offset_msg_id or result.msg_id)
         broker_name = result.message_queue.broker_name
         addr = self._route_table().master_address(broker_name)
         if addr is None:
             raise ProducerError(f"the broker {broker_name!r} of the half message is not in any route")
-        header = EndTransactionRequestHeader(
-            topic=self._wire_queue(result.message_queue).topic if self.config.version >= _V5_0_0 else None,
-            producer_group=self.wire_group,
-            tran_state_table_offset=result.queue_offset,
-            commit_log_offset=stored_at.offset,
-            commit_or_rollback=int(_VERDICT[state]),
-            from_transaction_check=False,
-            msg_id=result.msg_id,
-            transaction_id=result.transaction_id,
-            bname=broker_name,
+        cmd = end_transaction_request(
+            result,
+            state,
+            group=self.wire_group,
+            wire_topic=self._wire_queue(result.message_queue).topic,
+            version=self.config.version,
+            error=error,
         )
-        remark = f"executeLocalTransactionBranch exception: {error!r}" if error is not None else None
-        cmd = RemotingCommand.request(RequestCode.END_TRANSACTION, header, remark=remark)
         await self._rpc_client().invoke_oneway(addr, cmd, self.config.send_timeout_ms)
 
     # -- the broker's check -------------------------------------------------------------------------------
