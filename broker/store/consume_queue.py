@@ -69,26 +69,37 @@ class ConsumeQueue:
         self._files.load()
 
     def recover(self) -> None:
-        """Find the end of the valid entries: the first all-zero entry in the last three files.
+        """Find the end of the valid entries: the first all-zero (or torn) entry in the last three files.
 
         Only the newest files can hold a partly written tail; older ones were full before the next began.
+        Within a file entries are written front to back, so "valid" holds for a prefix and the end is
+        found by bisection instead of reading files that are mostly zeros.
         """
         segments = self._files.segments
         if not segments:
             return
         end = segments[max(0, len(segments) - 3)].start
         for segment in segments[max(0, len(segments) - 3) :]:
-            data = segment.read(0, segment.size)
-            valid = 0
-            for pos in range(0, len(data) - CONSUME_QUEUE_ENTRY_SIZE + 1, CONSUME_QUEUE_ENTRY_SIZE):
-                physical, size, _ = _ENTRY.unpack_from(data, pos)
-                if physical < 0 or size <= 0:
-                    break
-                valid = pos + CONSUME_QUEUE_ENTRY_SIZE
-            end = segment.start + valid
-            if valid < segment.size:
+            lo, hi = 0, segment.size // CONSUME_QUEUE_ENTRY_SIZE
+            while lo < hi:
+                mid = (lo + hi) // 2
+                data = segment.read(mid * CONSUME_QUEUE_ENTRY_SIZE, CONSUME_QUEUE_ENTRY_SIZE)
+                physical, size, _ = _ENTRY.unpack(data)
+                if physical >= 0 and size > 0:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            end = segment.start + lo * CONSUME_QUEUE_ENTRY_SIZE
+            if end < segment.end:
                 break
-        self._files.set_end(end)
+        last = segments[-1]
+        if end == last.end:
+            clean = True
+        elif last.start <= end:
+            clean = not last.read(end - last.start, CONSUME_QUEUE_ENTRY_SIZE).strip(b"\0")
+        else:
+            clean = False
+        self._files.set_end(end, tail_is_zero=clean)
         self._min_byte = max(self._min_byte, self._files.min_offset)
 
     def flush(self) -> None:

@@ -58,10 +58,11 @@ class IndexFile:
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
             actual = os.fstat(fd).st_size
-            if actual != size:
-                if actual > size:
-                    raise ValueError(f"index file {path} is {actual} bytes, expected {size}")
+            if actual == 0:
                 os.ftruncate(fd, size)
+            elif actual != size:
+                # Another slot or entry count: the slots would be read at the wrong places.
+                raise ValueError(f"index file {path} is {actual} bytes, expected {size}")
             self._map = mmap.mmap(fd, size)
         except BaseException:
             os.close(fd)

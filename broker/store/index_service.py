@@ -33,17 +33,31 @@ class IndexService:
         self.entry_count = entry_count
         self._clock = clock
         self._files: list[IndexFile] = []
+        #: Set by :meth:`load` when the files on disk had to be discarded.
+        self.needs_rebuild = False
 
     def load(self) -> None:
+        """Open the index files; if any is unusable, drop them all and ask for a rebuild.
+
+        A file of another size (the slot or entry count changed) or an unreadable one cannot be read
+        alongside the others, and keys indexed in one file can only be re-added in order, so the whole
+        index is rebuilt from the commit log (:attr:`needs_rebuild`).
+        """
         if not self.directory.is_dir():
             return
-        for path in sorted(p for p in self.directory.iterdir() if p.is_file() and p.name.isdigit()):
+        paths = sorted(p for p in self.directory.iterdir() if p.is_file() and p.name.isdigit())
+        for path in paths:
             try:
                 self._files.append(IndexFile(path, self.slot_count, self.entry_count))
             except (OSError, ValueError):
-                # A file of another size (config changed) or unreadable: it only speeds up queries, so drop
-                # it; recovery re-indexes whatever it covered that is still in the commit log.
-                log.warning("discarding unusable index file %s", path, exc_info=True)
+                log.warning("index file %s is unusable; rebuilding the whole index", path, exc_info=True)
+                self.needs_rebuild = True
+                break
+        if self.needs_rebuild:
+            for index in self._files:
+                index.close()
+            self._files = []
+            for path in paths:
                 path.unlink(missing_ok=True)
 
     @property

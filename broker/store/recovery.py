@@ -69,7 +69,8 @@ def recover(
 
     dispatch_from = trusted
     if index is not None:
-        resume = index.drop_from(trusted)
+        resume = log_start if index.needs_rebuild else index.drop_from(trusted)
+        index.needs_rebuild = False
         if resume is not None:
             dispatch_from = max(min(dispatch_from, resume), log_start)
 

@@ -103,15 +103,23 @@ class SegmentQueue:
         self._segments.append(segment)
         return segment
 
-    def set_end(self, offset: int) -> None:
-        """Make ``offset`` the end of written data: later files are deleted, the one holding it cut there."""
+    def set_end(self, offset: int, *, tail_is_zero: bool = False) -> None:
+        """Make ``offset`` the end of written data: later files are deleted, the one holding it cut there.
+
+        ``tail_is_zero`` says the caller knows nothing but zeros follows ``offset`` in its file, which
+        spares zeroing it again (and the fsync that makes the zeroing durable).
+        """
         keep: list[Segment] = []
         for segment in self._segments:
             if segment.end <= offset:
                 segment.write_position = segment.size
                 keep.append(segment)
             elif segment.start <= offset:
-                segment.truncate_to(offset - segment.start)
+                if tail_is_zero:
+                    segment.write_position = offset - segment.start
+                    segment.flushed_position = segment.write_position
+                else:
+                    segment.truncate_to(offset - segment.start)
                 keep.append(segment)
             else:
                 segment.destroy()

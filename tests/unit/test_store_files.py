@@ -194,3 +194,22 @@ def test_index_service_rolls_and_drops(tmp_path: Path) -> None:
     assert service.delete_expired(500) == 1
     assert service.lookup("T", "k0", 64, 0, 2**62) == [600, 400]
     service.close()
+
+
+def test_consume_queue_recovery_cuts_a_torn_entry(tmp_path: Path) -> None:
+    queue = ConsumeQueue(tmp_path, "T", 0, entries_per_file=8)
+    for i in range(5):
+        queue.put(i, i * 100, 100, 0)
+    queue.close()
+    path = tmp_path / "T" / "0" / segment_name(0)
+    with open(path, "r+b") as f:
+        f.seek(5 * 20)
+        f.write(struct.pack(">q", 500))  # the offset half of a sixth entry; its size never made it
+    reloaded = ConsumeQueue(tmp_path, "T", 0, entries_per_file=8)
+    reloaded.load()
+    reloaded.recover()
+    assert reloaded.max_offset == 5
+    assert path.read_bytes()[100:120] == b"\0" * 20
+    assert reloaded.put(5, 500, 100, 0)
+    entry = reloaded.get(5)
+    assert entry is not None and entry.size == 100

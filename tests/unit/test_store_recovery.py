@@ -212,3 +212,19 @@ def test_abort_file_marks_an_open_store(tmp_path: Path) -> None:
     assert (tmp_path / "abort").exists()
     store.close()
     assert not (tmp_path / "abort").exists()
+
+
+def test_index_of_another_size_is_rebuilt(tmp_path: Path) -> None:
+    with MessageStore(tmp_path, CONFIG) as store:
+        fill(store, 100)
+    bigger = StoreConfig(
+        commit_log_segment_size=SEGMENT,
+        consume_queue_entries_per_file=16,
+        max_hash_slot_num=64,
+        max_index_num=500,
+    )
+    with MessageStore(tmp_path, bigger) as store:
+        assert store.recovery is not None and store.recovery.dispatched_from == 0
+        assert len(store.query_messages("TopicR", "key-m00003", 5).messages) == 1
+        assert len(store.query_messages("TopicR", "shared", 64).messages) == 64
+        assert len(list((tmp_path / "index").iterdir())) == 1
