@@ -182,6 +182,16 @@ def test_runner_kills_a_peer_it_stops_waiting_for(cpp_client: runner.CppClient, 
     assert peer.finish() is result  # finishing again changes nothing
 
 
+def test_a_native_crash_is_reported_with_its_signal(cpp_client: runner.CppClient) -> None:
+    result = cpp_client.run("crash", timeout=30)
+    assert result.returncode == -signal.SIGSEGV
+    assert not result.ok and not result.killed
+    assert "died of signal SIGSEGV" in result.describe()
+    with pytest.raises(runner.PeerFailed, match="SIGSEGV"):
+        result.check()
+    assert_gone(result)
+
+
 def test_push_consume_times_out_readably_when_nothing_arrives(
     cpp_client: runner.CppClient, refused_namesrv: str
 ) -> None:

@@ -33,6 +33,8 @@ from rocketmq_wire.transport import Connection, RemotingServer
 
 BROKER_NAME = "broker-a"
 RETRY_PREFIX = "%RETRY%"
+#: Java's default maxReconsumeTimes, after which a message goes to the dead-letter queue.
+MAX_RECONSUME_TIMES = 16
 CLUSTER = "DefaultCluster"
 #: How long a pull that finds nothing is held before NOT_FOUND, so a push consumer does not spin.
 EMPTY_PULL_PAUSE_S = 0.2
@@ -267,6 +269,8 @@ class FakeCluster:
             original = self._by_commit_offset.get(int(f["offset"]))
             if original is None:
                 return request.make_response(ResponseCode.SYSTEM_ERROR, f"no message at offset {f['offset']}")
+            if original.reconsume_times + 1 > int(f.get("maxReconsumeTimes") or MAX_RECONSUME_TIMES):
+                return request.make_response()  # Java would move it to %DLQ%<group>; the fake drops it
             properties = dict(decode_properties(original.properties_string))
             properties.setdefault(const.RETRY_TOPIC, original.topic)
             properties.setdefault(const.ORIGIN_MESSAGE_ID, f.get("originMsgId") or original.msg_id)

@@ -30,10 +30,12 @@ from __future__ import annotations
 
 import argparse
 import base64
+import contextlib
 import ctypes
 import dataclasses
 import json
 import os
+import resource
 import sys
 import threading
 import time
@@ -554,9 +556,10 @@ def cmd_push_consume(binding: Binding, args: argparse.Namespace, out: Output, pr
     """push-consume: prints messages as the native push consumer delivers them, until ``--count`` or timeout.
 
     The callback is registered through the C API directly rather than ``PushConsumer.subscribe``: the
-    binding's wrapper re-raises a callback's exception into ctypes, which then returns 0 (CONSUME_SUCCESS),
-    so it can never ask for a redelivery. Here ``--fail-first N`` answers RECONSUME_LATER to the first N
-    deliveries (they are printed with ``consume_status`` and do not count).
+    binding's wrapper can only ask for a redelivery by letting the callback's exception escape into ctypes,
+    which prints it to stderr and hands C an unspecified value (it does redeliver in 0.4.4, but nothing
+    promises it). Here the status is returned explicitly: ``--fail-first N`` answers RECONSUME_LATER to the
+    first N deliveries (they are printed with ``consume_status`` and do not count).
     """
     ffi = binding.ffi
     model = ffi.MessageModel.BROADCASTING if args.broadcast else ffi.MessageModel.CLUSTERING
@@ -748,6 +751,13 @@ def cmd_build_message(binding: Binding, args: argparse.Namespace, out: Output, p
     return EXIT_OK
 
 
+def cmd_crash(binding: Binding, args: argparse.Namespace, out: Output, progress: Progress) -> int:
+    """crash: dies of SIGSEGV on purpose, as a native client can, to test how the runner reports it."""
+    out.emit("ready", role="crash", pid=os.getpid())
+    ctypes.string_at(0)
+    return EXIT_OK  # not reached
+
+
 def cmd_probe(binding: Binding, args: argparse.Namespace, out: Output, progress: Progress) -> int:
     """probe: the binding loads; reports its version, library path and which C entry points exist."""
     import importlib.metadata
@@ -777,6 +787,7 @@ COMMANDS: dict[str, Callable[[Binding, argparse.Namespace, Output, Progress], in
     "pull-consume": cmd_pull_consume,
     "build-message": cmd_build_message,
     "probe": cmd_probe,
+    "crash": cmd_crash,
 }
 
 
@@ -853,7 +864,15 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("probe", help="load the native library and report what it offers")
     p.add_argument("--timeout", type=float, default=30.0)
+    p = sub.add_parser("crash", help="die of SIGSEGV (tests the runner)")
+    p.add_argument("--timeout", type=float, default=30.0)
     return parser
+
+
+def no_core_dumps() -> None:
+    """A crashing native client must not leave a core file in the repository (the peer's working folder)."""
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, resource.getrlimit(resource.RLIMIT_CORE)[1]))
 
 
 def main(argv: Sequence[str] | None = None, out: Output | None = None) -> int:
@@ -863,6 +882,7 @@ def main(argv: Sequence[str] | None = None, out: Output | None = None) -> int:
     except UsageError as exc:
         out.emit("error", error_type="UsageError", message=str(exc))
         return EXIT_USAGE
+    no_core_dumps()
     progress = Progress()
     # Consumers time out gracefully on their own; the watchdog is the backstop for a native call that hangs.
     grace = getattr(args, "shutdown_timeout", 0.0) + 2.0 if args.command == "push-consume" else 0.0
