@@ -60,6 +60,7 @@ class ConsumeQueue:
     def __init__(self, root: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
         self.topic = topic
         self.queue_id = queue_id
+        self.entries_per_file = entries_per_file
         self._files = SegmentQueue(root / topic / str(queue_id), entries_per_file * CONSUME_QUEUE_ENTRY_SIZE)
         self._min_byte = 0
 

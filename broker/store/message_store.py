@@ -39,13 +39,14 @@ from broker.store.consume_queue import CqEntry, to_java_int
 from broker.store.dispatch import Dispatcher, is_consumable
 from broker.store.flush import GroupCommitService, PeriodicFlusher
 from broker.store.index_service import IndexService
+from broker.store.key_query import query_by_key
+from broker.store.pull import PullLimits, pull
 from broker.store.queue_table import QueueTable
 from broker.store.recovery import RecoveryReport, recover
 from broker.store.results import (
     BoundaryType,
     CleanResult,
     GetMessageResult,
-    GetMessageStatus,
     PutMessageResult,
     PutMessageStatus,
     QueryMessageResult,
@@ -60,8 +61,6 @@ log = logging.getLogger("broker.store")
 
 #: Apache's TopicValidator pattern; it also keeps topic names safe as directory names.
 _VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")
-#: Apache's cap on how many offsets one index query returns (``maxMsgsNumBatch``).
-_MAX_QUERY_RESULTS = 64
 #: The properties length field is a Java short.
 _MAX_PROPERTIES = 0x7FFF
 
@@ -164,9 +163,10 @@ class MessageStore:
         self._lock_fd = fd
 
     async def start(self) -> None:
-        """Start the background flushing (and, under SYNC_FLUSH, group commit) on the running loop."""
+        """Open (recovering off the event loop) if needed, then start the background flushing and, under
+        SYNC_FLUSH, group commit on the running loop."""
         if not self._open:
-            self.open()
+            await asyncio.get_running_loop().run_in_executor(None, self.open)
         if self._flusher is not None:
             return
         self._sync_executor = ThreadPoolExecutor(1, thread_name_prefix="store-fsync")
@@ -406,71 +406,14 @@ class MessageStore:
         ``max_transfer_count_on_message`` and the bytes by ``max_transfer_bytes_on_message``.
         """
         codes = frozenset(to_java_int(code) for code in tag_filter) if tag_filter is not None else None
-        max_transfer_bytes = self.config.max_transfer_bytes_on_message if max_bytes is None else max_bytes
-        max_transfer_count = min(max_count, self.config.max_transfer_count_on_message)
+        limits = PullLimits(
+            max_count=min(max_count, self.config.max_transfer_count_on_message),
+            max_bytes=self.config.max_transfer_bytes_on_message if max_bytes is None else max_bytes,
+            max_filter_bytes=self.config.max_filter_message_size,
+        )
         with self._lock:
             queue = self._queues.get(topic, queue_id)
-            if queue is None:
-                return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
-            min_offset, max_offset = queue.min_offset, queue.max_offset
-            if max_offset == 0:
-                return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
-            if offset < min_offset:
-                return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
-            if offset == max_offset:
-                return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
-            if offset > max_offset:
-                return GetMessageResult(
-                    GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset
-                )
-            scan_limit = max(self.config.max_filter_message_size // 20, max_count)
-            entries = queue.read(offset, scan_limit)
-            if entries is None:
-                roll = offset + self.config.consume_queue_entries_per_file
-                roll -= offset % self.config.consume_queue_entries_per_file
-                return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, roll, min_offset, max_offset)
-            result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
-            self._collect(
-                result, entries, codes, message_filter, max_count, max_transfer_count, max_transfer_bytes
-            )
-            return result
-
-    def _collect(
-        self,
-        result: GetMessageResult,
-        entries: list[CqEntry],
-        codes: frozenset[int] | None,
-        message_filter: Callable[[bytes], bool] | None,
-        max_count: int,
-        max_transfer_count: int,
-        max_transfer_bytes: int,
-    ) -> None:
-        total = 0
-        skip_below = -1
-        for entry in entries:
-            count = len(result.messages)
-            if count and (
-                count >= max_count or count >= max_transfer_count or total + entry.size > max_transfer_bytes
-            ):
-                break
-            result.next_begin_offset = entry.queue_offset + 1
-            if entry.commit_log_offset < skip_below or entry.is_blank:
-                continue
-            if codes is not None and to_java_int(entry.tags_code) not in codes:
-                continue
-            data = self._commit_log.read(entry.commit_log_offset, entry.size)
-            if data is None:
-                if not count:
-                    result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
-                skip_below = self._commit_log.roll_next_file(entry.commit_log_offset)
-                continue
-            if message_filter is not None and not message_filter(data):
-                continue
-            result.messages.append(data)
-            result.queue_offsets.append(entry.queue_offset)
-            result.status = GetMessageStatus.FOUND
-            total += len(data)
-            skip_below = -1
+            return pull(queue, self._commit_log, offset, limits, codes, message_filter)
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
         with self._lock:
@@ -575,31 +518,17 @@ class MessageStore:
         index = self._index
         if index is None:
             return QueryMessageResult([], 0, 0)
-        limit = min(max_count, _MAX_QUERY_RESULTS)
         with self._lock:
-            files = index.files
-            last_timestamp = files[-1].end_timestamp if files else 0
-            last_offset = files[-1].end_phy_offset if files else 0
-            # Hash collisions cost candidates, so ask for more than needed and confirm each one.
-            candidates = index.lookup(topic, key, limit * 4, begin_timestamp, end_timestamp)
-            found: dict[int, bytes] = {}
-            for offset in candidates:
-                if offset in found:
-                    continue
-                data = self._commit_log.read_record(offset)
-                if data is None:
-                    continue
-                try:
-                    message, _ = decode_message(data, 0, decompress_body=False)
-                except CodecError:
-                    continue
-                if message.topic != topic or message.commit_log_offset != offset:
-                    continue
-                # Both kinds of key share the index; a query asks for one kind, as Java clients filter.
-                if (message.unique_id == key) if unique_key else (key in message.keys):
-                    found[offset] = data
-        ordered = [found[offset] for offset in sorted(found)][-limit:] if limit > 0 else []
-        return QueryMessageResult(ordered, last_timestamp, last_offset)
+            return query_by_key(
+                index,
+                self._commit_log,
+                topic,
+                key,
+                max_count,
+                begin_timestamp,
+                end_timestamp,
+                unique_key=unique_key,
+            )
 
     # ------------------------------------------------------------------------------------------------------
     # whole-store views and maintenance
@@ -628,7 +557,11 @@ class MessageStore:
             return self._queues.remove_topic(topic)
 
     def clean_expired(self, now_ms: int | None = None) -> CleanResult:
-        """One retention pass; the Broker calls this periodically (Apache: every 10 s)."""
+        """One retention pass; the Broker calls this periodically (Apache: every 10 s).
+
+        Deleting big files can take a while, so an asyncio caller should run it in an executor; reads and
+        appends on other threads simply wait for the store lock.
+        """
         now = self._clock() if now_ms is None else now_ms
         with self._lock:
             if not self._open:

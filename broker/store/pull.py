@@ -1,0 +1,84 @@
+"""Answering a pull from one consume queue, with Apache's statuses and next-offset rules.
+
+Out-of-range offsets get the status and corrected next offset an Apache master gives (OFFSET_TOO_SMALL
+sends the consumer to the min offset, OFFSET_OVERFLOW_BADLY to the max). In range, entries are walked from
+the requested offset: ones whose tag code is not wanted are skipped (but consumed, so the next offset moves
+past them), ones whose commit-log bytes are gone mark MESSAGE_WAS_REMOVING and skip the rest of that
+segment, and the walk stops when the batch is full by count or by bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from broker.store.commit_log import CommitLog
+from broker.store.config import CONSUME_QUEUE_ENTRY_SIZE
+from broker.store.consume_queue import ConsumeQueue, to_java_int
+from broker.store.results import GetMessageResult, GetMessageStatus
+
+
+@dataclass(frozen=True, slots=True)
+class PullLimits:
+    """How much one pull may return and how far it may look."""
+
+    max_count: int
+    max_bytes: int
+    #: Consume-queue bytes one pull may walk over (Apache's ``maxFilterMessageSize``).
+    max_filter_bytes: int
+
+
+def pull(
+    queue: ConsumeQueue | None,
+    commit_log: CommitLog,
+    offset: int,
+    limits: PullLimits,
+    tag_codes: frozenset[int] | None,
+    message_filter: Callable[[bytes], bool] | None,
+) -> GetMessageResult:
+    if queue is None:
+        return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+    min_offset, max_offset = queue.min_offset, queue.max_offset
+    if max_offset == 0:
+        return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+    if offset < min_offset:
+        return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+    if offset == max_offset:
+        return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
+    if offset > max_offset:
+        return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset)
+
+    scan = max(limits.max_filter_bytes // CONSUME_QUEUE_ENTRY_SIZE, limits.max_count)
+    entries = queue.read(offset, scan)
+    if entries is None:
+        # The entry's file is gone although the offset is in range: move on to the next file.
+        per_file = queue.entries_per_file
+        next_file = offset + per_file - offset % per_file
+        return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, next_file, min_offset, max_offset)
+
+    result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
+    total_bytes = 0
+    skip_below = -1
+    for entry in entries:
+        count = len(result.messages)
+        if count and (count >= limits.max_count or total_bytes + entry.size > limits.max_bytes):
+            break
+        result.next_begin_offset = entry.queue_offset + 1
+        if entry.commit_log_offset < skip_below or entry.is_blank:
+            continue
+        if tag_codes is not None and to_java_int(entry.tags_code) not in tag_codes:
+            continue
+        data = commit_log.read(entry.commit_log_offset, entry.size)
+        if data is None:
+            if not count:
+                result.status = GetMessageStatus.MESSAGE_WAS_REMOVING
+            skip_below = commit_log.roll_next_file(entry.commit_log_offset)
+            continue
+        if message_filter is not None and not message_filter(data):
+            continue
+        result.messages.append(data)
+        result.queue_offsets.append(entry.queue_offset)
+        result.status = GetMessageStatus.FOUND
+        total_bytes += len(data)
+        skip_below = -1
+    return result
