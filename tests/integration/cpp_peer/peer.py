@@ -174,8 +174,13 @@ class Watchdog:
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name="peer-watchdog", daemon=True)
 
-    def start(self) -> None:
+    def start(self) -> Watchdog:
         self._thread.start()
+        return self
+
+    def extend(self, seconds: float) -> None:
+        """Moves the deadline to at least ``seconds`` from now (the work is done; shutdown gets its time)."""
+        self._deadline = max(self._deadline, time.monotonic() + seconds)
 
     def _run(self) -> None:
         while not self._stop.wait(0.2):
@@ -400,11 +405,12 @@ def describe_message(binding: Binding, msg_ptr: int, extra_properties: Sequence[
 
 @dataclasses.dataclass
 class Progress:
-    """What the watchdog reports if it has to end the run."""
+    """What the watchdog reports if it has to end the run; and the watchdog, so shutdown can get its time."""
 
     stage: str = "starting"
     count: int = 0
     index: int | None = None
+    watchdog: Watchdog | None = None
 
     def snapshot(self) -> dict[str, Any]:
         return {"stage": self.stage, "count": self.count, "index": self.index}
@@ -463,6 +469,8 @@ def _finish(
     out: Output, args: argparse.Namespace, client: Any, progress: Progress, started: float, code: int
 ) -> int:
     progress.stage = "shutdown"
+    if progress.watchdog is not None:
+        progress.watchdog.extend(args.shutdown_timeout + 2.0)
     shutdown = shutdown_within(client, args.shutdown_timeout)
     elapsed_ms = round((time.monotonic() - started) * 1000)
     out.emit("done", command=args.command, count=progress.count, elapsed_ms=elapsed_ms, shutdown=shutdown)
@@ -884,9 +892,10 @@ def main(argv: Sequence[str] | None = None, out: Output | None = None) -> int:
         return EXIT_USAGE
     no_core_dumps()
     progress = Progress()
-    # Consumers time out gracefully on their own; the watchdog is the backstop for a native call that hangs.
-    grace = getattr(args, "shutdown_timeout", 0.0) + 2.0 if args.command == "push-consume" else 0.0
-    Watchdog(out, args.timeout + grace, progress.snapshot).start()
+    # The push consumer times out gracefully on its own (hence its margin); the watchdog is the backstop for
+    # a native call that never returns.
+    margin = 2.0 if args.command == "push-consume" else 0.0
+    progress.watchdog = Watchdog(out, args.timeout + margin, progress.snapshot).start()
     try:
         binding = load_binding()
     except BindingUnavailable as exc:

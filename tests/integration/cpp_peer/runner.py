@@ -37,8 +37,9 @@ BINDING_DIST = "rocketmq"
 BINDING_VERSION = "0.4.4"
 INSTALL_HINT = "run scripts/install-cpp-client.sh"
 
-#: Seconds the runner waits past the peer's own ``--timeout`` before killing it.
-KILL_GRACE_S = 10.0
+#: Seconds the runner waits past the peer's own ``--timeout`` before killing it: more than the peer may
+#: take past it (2 s margin for a push consumer, then its 5 s shutdown allowance plus 2 s).
+KILL_GRACE_S = 15.0
 #: Characters of stderr and of the native log kept for failure messages.
 TAIL_CHARS = 8000
 
