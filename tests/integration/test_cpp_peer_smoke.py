@@ -220,11 +220,13 @@ def test_a_bad_message_spec_is_a_usage_error(cpp_client: runner.CppClient, refus
     assert_gone(result)
 
 
-def test_a_peer_whose_parent_dies_exits_by_itself(refused_namesrv: str, cpp_client: runner.CppClient) -> None:
+def test_a_peer_whose_parent_dies_exits_by_itself(
+    refused_namesrv: str, cpp_client: runner.CppClient, tmp_path: Path
+) -> None:
     """A test run killed without cleaning up must not leave C++ clients running: the peer notices."""
     launcher = (
         "import os, subprocess, sys\n"
-        f"env = dict(os.environ, {runner.PARENT_PID_ENV}=str(os.getpid()))\n"
+        f"env = dict(os.environ, HOME={str(tmp_path)!r}, {runner.PARENT_PID_ENV}=str(os.getpid()))\n"
         "p = subprocess.Popen([sys.executable, '-m', 'tests.integration.cpp_peer.peer', 'push-consume',\n"
         f"    '--namesrv', {refused_namesrv!r}, '--topic', {TOPIC!r}, '--count', '1', '--timeout', '120'],\n"
         "    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True, env=env)\n"
