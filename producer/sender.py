@@ -246,11 +246,11 @@ def parse_send_response(
     status = SendStatus.from_response_code(response.code)
     if status is None:
         raise BrokerError(response.code, response.remark, addr)
+    fields = response.fields()
     try:
-        header = response.read_header(SendMessageResponseHeader)
+        header = SendMessageResponseHeader.from_ext(fields)
     except CodecError as exc:
         raise BrokerError(response.code, f"unreadable send response: {exc}", addr) from exc
-    fields = response.fields()
     return SendResult(
         status=status,
         msg_id=prepared.msg_id,
