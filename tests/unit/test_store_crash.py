@@ -65,29 +65,33 @@ CHILD = textwrap.dedent(
 
 def run_child(root: Path, round_no: int, kill_after: int) -> list[tuple[str, int, int, bytes]]:
     """Start a child, SIGKILL it after ``kill_after`` acknowledgements, return every complete ack line."""
-    process = subprocess.Popen(
-        [sys.executable, "-c", CHILD, str(root), str(round_no), repr(CONFIG_ARGS)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    errors_path = root.parent / f"child-{round_no}.stderr"
+    with open(errors_path, "w") as errors_file:
+        process = subprocess.Popen(
+            [sys.executable, "-c", CHILD, str(root), str(round_no), repr(CONFIG_ARGS)],
+            stdout=subprocess.PIPE,
+            stderr=errors_file,
+            text=True,
+        )
     watchdog = threading.Timer(15.0, process.kill)
     watchdog.start()
     lines: list[str] = []
     try:
         assert process.stdout is not None
         ready = process.stdout.readline()
-        assert ready == "READY\n", f"child failed to start: {ready!r}"
+        assert ready == "READY\n", f"child failed to start: {ready!r} {errors_path.read_text()}"
         while len(lines) < kill_after:
             line = process.stdout.readline()
             if not line:
                 break
             lines.append(line)
         process.kill()
-        rest, errors = process.communicate()
+        # Read the rest through the same buffered reader: readline() may already hold part of it.
+        rest = process.stdout.read()
+        process.wait()
     finally:
         watchdog.cancel()
-    assert len(lines) >= kill_after, f"child stopped early: {errors}"
+    assert len(lines) >= kill_after, f"child stopped early: {errors_path.read_text()}"
     lines.extend(rest.splitlines(keepends=True))
     acks = []
     for line in lines:
