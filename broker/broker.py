@@ -1,0 +1,441 @@
+"""The Broker: a message store behind a remoting server, one handler per request code.
+
+:class:`Broker` wires the parts together the way Apache's ``BrokerController`` does -- topic table,
+consumer offsets, client tables, queue locks, long polling, delay levels, transactions, NameServer
+registration -- and runs the periodic chores. ``start()`` binds the port (``listenPort`` 0 picks a free
+one, written back into the config), opens and recovers the store, registers with the NameServers;
+``close()`` unregisters, stops serving and closes the store cleanly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any
+
+from broker.clients import ConsumerManager, ProducerManager
+from broker.clock import Clock, SystemClock
+from broker.config import BrokerConfig
+from broker.locks import RebalanceLockManager
+from broker.long_polling import PullRequestHoldService
+from broker.message_service import MessageService
+from broker.periodic import PeriodicTask
+from broker.processors.broker_admin import (
+    GetBrokerConfigProcessor,
+    GetBrokerRuntimeInfoProcessor,
+    UpdateBrokerConfigProcessor,
+)
+from broker.processors.client_manage import HeartbeatProcessor, UnregisterClientProcessor
+from broker.processors.common import Handler, guarded
+from broker.processors.consumer_admin import (
+    GetConsumerConnectionListProcessor,
+    GetConsumeStatsProcessor,
+    QueryTopicConsumeByWhoProcessor,
+)
+from broker.processors.consumer_manage import (
+    GetConsumerListByGroupProcessor,
+    QueryConsumerOffsetProcessor,
+    UpdateConsumerOffsetProcessor,
+)
+from broker.processors.end_transaction import EndTransactionProcessor
+from broker.processors.pull import PullMessageProcessor
+from broker.processors.query import QueryMessageProcessor, ViewMessageByIdProcessor
+from broker.processors.queue_lock import LockBatchMqProcessor, UnlockBatchMqProcessor
+from broker.processors.queue_offsets import (
+    GetEarliestMsgStoretimeProcessor,
+    GetMaxOffsetProcessor,
+    GetMinOffsetProcessor,
+    SearchOffsetProcessor,
+)
+from broker.processors.send import SendMessageProcessor
+from broker.processors.send_back import ConsumerSendMsgBackProcessor
+from broker.processors.topic_admin import (
+    DeleteTopicProcessor,
+    GetAllTopicConfigProcessor,
+    GetTopicConfigProcessor,
+    GetTopicStatsInfoProcessor,
+    UpdateAndCreateTopicProcessor,
+)
+from broker.registration import NameServerRegistration
+from broker.schedule import ScheduleMessageService
+from broker.stats import BrokerStats
+from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
+from broker.subscription_groups import SubscriptionGroupManager
+from broker.topic_config_manager import TopicConfigManager
+from broker.transaction import TransactionalMessageService
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.bodies.topic_config import DataVersion
+from rocketmq_wire.headers.consumer import NotifyConsumerIdsChangedRequestHeader
+from rocketmq_wire.headers.transaction import CheckTransactionStateRequestHeader
+from rocketmq_wire.message.ids import UniqueIdGenerator
+from rocketmq_wire.transport import Connection, RemotingClient, RemotingError, RemotingServer
+
+log = logging.getLogger("broker")
+
+#: How often client tables are scanned for members that stopped sending heartbeats (Apache: 10 s).
+CLIENT_SCAN_PERIOD_MS = 10_000
+
+
+class BrokerNotStartedError(RuntimeError):
+    """A part that only exists while the broker runs was asked for before ``start()``."""
+
+
+class Broker:
+    """One broker. Use ``async with Broker(config) as broker:`` or call :meth:`start` / :meth:`close`."""
+
+    def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
+        config.validate()
+        self.config = config
+        self.clock: Clock = clock or SystemClock()
+        self.stats = BrokerStats(self.clock)
+        self.config_version = DataVersion(timestamp=self.clock.now_ms(), counter=0)
+        config_dir = config.config_dir
+        self.consumer_offsets = ConsumerOffsetStore(config_dir, clock=self.clock.now_ms)
+        self.topic_config_manager = TopicConfigManager(
+            config, TopicConfigStore(config_dir, clock=self.clock.now_ms)
+        )
+        self.subscription_groups = SubscriptionGroupManager(config.auto_create_subscription_group)
+        self.consumer_manager = ConsumerManager(self._consumer_group_changed)
+        self.producer_manager = ProducerManager()
+        self.lock_manager = RebalanceLockManager(self.clock, config.rebalance_lock_max_live_time)
+        self.unique_ids = UniqueIdGenerator(config.broker_ip1, clock=self.clock.now_ms)
+        self.server = RemotingServer(config.listen_host, config.listen_port)
+        self._namesrv_client = RemotingClient()
+        self.registration = NameServerRegistration(config, self.topic_config_manager, self._namesrv_client)
+        self.pull_processor = PullMessageProcessor(self)
+        self.runtime_info = GetBrokerRuntimeInfoProcessor(self)
+        self._store: MessageStore | None = None
+        self._messages: MessageService | None = None
+        self._schedule: ScheduleMessageService | None = None
+        self._transactions: TransactionalMessageService | None = None
+        self._pull_holder: PullRequestHoldService | None = None
+        self._chores: list[PeriodicTask] = []
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._register_again = False
+        self._register_task: asyncio.Task[None] | None = None
+        self._started = False
+
+    # -- parts that exist while running -------------------------------------------------------------------
+
+    @property
+    def store(self) -> MessageStore:
+        if self._store is None:
+            raise BrokerNotStartedError("the broker has no store until it is started")
+        return self._store
+
+    @property
+    def messages(self) -> MessageService:
+        if self._messages is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._messages
+
+    @property
+    def schedule(self) -> ScheduleMessageService:
+        if self._schedule is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._schedule
+
+    @property
+    def transactions(self) -> TransactionalMessageService:
+        if self._transactions is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._transactions
+
+    @property
+    def pull_holder(self) -> PullRequestHoldService:
+        if self._pull_holder is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._pull_holder
+
+    @property
+    def address(self) -> str:
+        """Where clients reach this broker (``brokerIP1:listenPort``), also what it registers."""
+        return self.config.broker_addr
+
+    @property
+    def is_running(self) -> bool:
+        return self._started
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Broker:
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        if self._started:
+            return
+        config = self.config
+        self.server.register_default(self._starting)
+        port = await self.server.start()
+        if config.listen_port == 0:
+            config.listen_port = port
+        try:
+            await self._open_store()
+        except BaseException:
+            await self.server.close()
+            raise
+        self._register_handlers()
+        self.server.register_default(None)
+        self.server.on_connection_closed(self._connection_closed)
+        self.topic_config_manager.on_change(self._topics_changed)
+        self._start_chores()
+        self._started = True
+        log.info(
+            "broker %s (cluster %s, id %d) serving on %s, store %s, %s",
+            config.broker_name,
+            config.broker_cluster_name,
+            config.broker_id,
+            self.address,
+            config.store_path_root_dir,
+            config.flush_disk_type,
+        )
+        if config.namesrv_addrs:
+            await self.registration.register_all()
+
+    async def _open_store(self) -> None:
+        config = self.config
+        Path(config.store_path_root_dir).mkdir(parents=True, exist_ok=True)
+        store = MessageStore(
+            config.store_path_root_dir,
+            config.store_config(),
+            store_host=config.store_host,
+            clock=self.clock.now_ms,
+        )
+        await asyncio.to_thread(store.open)
+        try:
+            await store.start()
+            self.topic_config_manager.load()
+            self.consumer_offsets.load()
+        except BaseException:
+            await store.stop()
+            raise
+        self._store = store
+        self._messages = messages = MessageService(store, self.stats)
+        self._pull_holder = holder = PullRequestHoldService(
+            self.clock, lambda request, conn: self.pull_processor.process(request, conn, allow_suspend=False)
+        )
+        messages.on_arrival(holder.notify_arrival)
+        self._schedule = ScheduleMessageService(
+            messages,
+            config.delay_levels_ms(),
+            self.clock,
+            config.config_dir,
+            lambda topic: topic in self.topic_config_manager,
+            config.store_host,
+        )
+        self._schedule.load()
+        self._schedule.start()
+        self._transactions = TransactionalMessageService(
+            messages, self.consumer_offsets, config, self.clock, self._send_check
+        )
+
+    def _register_handlers(self) -> None:
+        send = SendMessageProcessor(self)
+        table: dict[int, Handler] = {
+            RequestCode.SEND_MESSAGE: send,
+            RequestCode.SEND_MESSAGE_V2: send,
+            RequestCode.SEND_BATCH_MESSAGE: send,
+            RequestCode.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackProcessor(self),
+            RequestCode.PULL_MESSAGE: self.pull_processor,
+            RequestCode.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetProcessor(self),
+            RequestCode.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetProcessor(self),
+            RequestCode.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupProcessor(self),
+            RequestCode.GET_MIN_OFFSET: GetMinOffsetProcessor(self),
+            RequestCode.GET_MAX_OFFSET: GetMaxOffsetProcessor(self),
+            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetProcessor(self),
+            RequestCode.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeProcessor(self),
+            RequestCode.HEART_BEAT: HeartbeatProcessor(self),
+            RequestCode.UNREGISTER_CLIENT: UnregisterClientProcessor(self),
+            RequestCode.LOCK_BATCH_MQ: LockBatchMqProcessor(self),
+            RequestCode.UNLOCK_BATCH_MQ: UnlockBatchMqProcessor(self),
+            RequestCode.END_TRANSACTION: EndTransactionProcessor(self),
+            RequestCode.UPDATE_AND_CREATE_TOPIC: UpdateAndCreateTopicProcessor(self),
+            RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicProcessor(self),
+            RequestCode.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigProcessor(self),
+            RequestCode.GET_TOPIC_CONFIG: GetTopicConfigProcessor(self),
+            RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoProcessor(self),
+            RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
+            RequestCode.GET_BROKER_CONFIG: GetBrokerConfigProcessor(self),
+            RequestCode.UPDATE_BROKER_CONFIG: UpdateBrokerConfigProcessor(self),
+            RequestCode.GET_CONSUME_STATS: GetConsumeStatsProcessor(self),
+            RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListProcessor(self),
+            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoProcessor(self),
+            RequestCode.QUERY_MESSAGE: QueryMessageProcessor(self),
+            RequestCode.VIEW_MESSAGE_BY_ID: ViewMessageByIdProcessor(self),
+        }
+        for code, handler in table.items():
+            self.server.register(code, guarded(handler))
+
+    def _start_chores(self) -> None:
+        config = self.config
+        chores = [
+            PeriodicTask(
+                "register-broker",
+                self.clock,
+                lambda: self.registration.period_ms,
+                self.registration.register_all,
+            ),
+            PeriodicTask(
+                "persist-consumer-offsets",
+                self.clock,
+                lambda: config.flush_consumer_offset_interval,
+                self.consumer_offsets.persist_if_dirty,
+            ),
+            PeriodicTask(
+                "persist-delay-offsets",
+                self.clock,
+                lambda: config.flush_delay_offset_interval,
+                self.schedule.persist_if_dirty,
+            ),
+            PeriodicTask(
+                "clean-expired-files", self.clock, lambda: config.clean_resource_interval, self._clean_store
+            ),
+            PeriodicTask(
+                "scan-idle-clients", self.clock, lambda: CLIENT_SCAN_PERIOD_MS, self._scan_idle_clients
+            ),
+            PeriodicTask(
+                "check-transactions",
+                self.clock,
+                lambda: config.transaction_check_interval,
+                self.transactions.check_once,
+            ),
+        ]
+        for chore in chores:
+            chore.start()
+        self._chores = chores
+
+    async def close(self) -> None:
+        """Unregister from the NameServers, stop serving, save state and close the store; idempotent."""
+        if not self._started:
+            await self._namesrv_client.close()
+            return
+        self._started = False
+        if self.config.namesrv_addrs:
+            await self.registration.unregister_all()
+        for chore in self._chores:
+            await chore.stop()
+        self._chores = []
+        if self._register_task is not None:
+            self._register_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._register_task
+        await self.schedule.stop()
+        await self.pull_holder.close()
+        await self.server.close()
+        tasks = list(self._tasks)
+        for task in tasks:
+            task.cancel()
+        for task in tasks:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        self.consumer_offsets.persist()
+        await self.store.stop()
+        await self._namesrv_client.close()
+        log.info("broker %s stopped", self.config.broker_name)
+
+    # -- reacting to changes ------------------------------------------------------------------------------
+
+    async def _starting(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        return request.make_response(ResponseCode.SYSTEM_BUSY, "the broker is starting, try again shortly")
+
+    def _spawn(self, work: Coroutine[Any, Any, object], name: str) -> None:
+        async def run() -> None:
+            try:
+                await work
+            except RemotingError as exc:
+                log.debug("%s: %s", name, exc)
+            except Exception:
+                log.exception("%s failed", name)
+
+        task = asyncio.create_task(run(), name=name)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    def _topics_changed(self) -> None:
+        """A topic changed: register again now rather than at the next cycle (routes appear at once)."""
+        if not self._started or not self.config.namesrv_addrs:
+            return
+        if self._register_task is not None and not self._register_task.done():
+            self._register_again = True
+            return
+        self._register_task = asyncio.create_task(self._register_until_settled(), name="register-on-change")
+
+    async def _register_until_settled(self) -> None:
+        while True:
+            self._register_again = False
+            try:
+                await self.registration.register_all()
+            except Exception:
+                log.exception("registering after a topic change failed")
+            if not self._register_again:
+                return
+
+    def config_changed(self, keys: list[str]) -> None:
+        """Settings were updated through UPDATE_BROKER_CONFIG."""
+        self.config_version.counter += 1
+        self.config_version.timestamp = self.clock.now_ms()
+        self.subscription_groups.auto_create = self.config.auto_create_subscription_group
+        self.lock_manager.max_live_ms = self.config.rebalance_lock_max_live_time
+        log.info("broker settings changed: %s", ", ".join(keys))
+        if "brokerPermission" in keys:
+            self._topics_changed()
+
+    def _consumer_group_changed(self, group: str, members: list[Connection]) -> None:
+        """Tell every member of a consumer group to rebalance now (NOTIFY_CONSUMER_IDS_CHANGED, oneway)."""
+        header = NotifyConsumerIdsChangedRequestHeader(consumer_group=group)
+        for conn in members:
+            if not conn.is_open:
+                continue
+            command = RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, header)
+            self._spawn(self.server.invoke_oneway(conn, command), "notify-consumer-ids-changed")
+
+    def _connection_closed(self, conn: Connection) -> None:
+        self.producer_manager.connection_closed(conn)
+
+        def notify(group: str) -> bool:
+            group_config = self.subscription_groups.find(group)
+            enabled = group_config.notify_consumer_ids_changed_enable if group_config is not None else True
+            return enabled and self.config.notify_consumer_ids_changed_enable
+
+        self.consumer_manager.connection_closed(conn, notify)
+        if self._pull_holder is not None:
+            self._pull_holder.connection_closed(conn)
+
+    async def _send_check(self, group: str, header: CheckTransactionStateRequestHeader, body: bytes) -> bool:
+        conn = self.producer_manager.available_connection(group)
+        if conn is None:
+            return False
+        command = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, header, body)
+        try:
+            await self.server.invoke_oneway(conn, command)
+        except RemotingError as exc:
+            log.warning("asking producer %s about a transaction failed: %s", conn.remote_address, exc)
+            return False
+        return True
+
+    async def _clean_store(self) -> None:
+        result = await asyncio.to_thread(self.store.clean_expired)
+        if result.commit_log_segments or result.consume_queue_files or result.index_files:
+            log.info("retention removed %s", result)
+
+    def _scan_idle_clients(self) -> None:
+        now = self.clock.now_ms()
+        timeout = self.config.channel_expired_timeout
+        idle = set(self.producer_manager.expired(now, timeout)) | set(
+            self.consumer_manager.expired(now, timeout)
+        )
+        for conn in idle:
+            log.warning("closing %s: no heartbeat for %d ms", conn.remote_address, timeout)
+            conn.close("no heartbeat")
+
+    # -- conveniences for tools and tests -----------------------------------------------------------------
+
+    def topic_exists(self, topic: str) -> bool:
+        return topic in self.topic_config_manager

@@ -1,0 +1,277 @@
+"""The broker's settings, under the names Apache's ``BrokerConfig`` / ``MessageStoreConfig`` give them.
+
+Admin tools read and change a broker's settings as a Java properties text (GET_BROKER_CONFIG /
+UPDATE_BROKER_CONFIG, ``mqadmin getBrokerConfig`` / ``updateBrokerConfig``), so every setting here carries
+its Java name and is rendered the way Java's ``toString`` renders the value. Python code uses the snake-case
+attribute names. Unknown keys in an update are ignored and malformed values skipped, as Java's reflective
+update does.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import logging
+import re
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+from broker.store import FlushDiskType, StoreConfig
+
+log = logging.getLogger("broker.config")
+
+_JAVA = "java"
+
+#: Apache's default ``messageDelayLevel``.
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+#: Keys an update may never change (Apache's default ``configBlackList``).
+DEFAULT_CONFIG_BLACKLIST = "configBlackList;brokerConfigPath"
+
+_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+
+
+def _setting(java: str, default: Any) -> Any:
+    if isinstance(default, (list, dict, set)):
+        raise TypeError("mutable defaults are not settings")
+    return dataclasses.field(default=default, metadata={_JAVA: java})
+
+
+class BrokerRole(enum.StrEnum):
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+@dataclasses.dataclass(slots=True)
+class BrokerConfig:
+    """One broker's settings. Mutable: UPDATE_BROKER_CONFIG changes them while the broker runs."""
+
+    # identity and network
+    broker_name: str = _setting("brokerName", "broker-a")
+    broker_cluster_name: str = _setting("brokerClusterName", "DefaultCluster")
+    broker_id: int = _setting("brokerId", 0)
+    broker_role: str = _setting("brokerRole", BrokerRole.ASYNC_MASTER.value)
+    listen_host: str = _setting("listenHost", "0.0.0.0")
+    listen_port: int = _setting("listenPort", 10911)
+    ha_listen_port: int = _setting("haListenPort", 10912)
+    broker_ip1: str = _setting("brokerIP1", "127.0.0.1")
+    broker_ip2: str = _setting("brokerIP2", "127.0.0.1")
+    region_id: str = _setting("regionId", "DefaultRegion")
+    trace_on: bool = _setting("traceOn", True)
+    namesrv_addr: str | None = _setting("namesrvAddr", None)
+    register_name_server_period: int = _setting("registerNameServerPeriod", 30_000)
+    register_broker_timeout_mills: int = _setting("registerBrokerTimeoutMills", 6000)
+    broker_permission: int = _setting("brokerPermission", 6)
+    # topics and groups
+    auto_create_topic_enable: bool = _setting("autoCreateTopicEnable", True)
+    default_topic_queue_nums: int = _setting("defaultTopicQueueNums", 8)
+    cluster_topic_enable: bool = _setting("clusterTopicEnable", True)
+    broker_topic_enable: bool = _setting("brokerTopicEnable", True)
+    trace_topic_enable: bool = _setting("traceTopicEnable", False)
+    msg_trace_topic_name: str = _setting("msgTraceTopicName", "RMQ_SYS_TRACE_TOPIC")
+    auto_create_subscription_group: bool = _setting("autoCreateSubscriptionGroup", True)
+    notify_consumer_ids_changed_enable: bool = _setting("notifyConsumerIdsChangedEnable", True)
+    channel_expired_timeout: int = _setting("channelExpiredTimeout", 120_000)
+    # consuming
+    long_polling_enable: bool = _setting("longPollingEnable", True)
+    short_polling_time_mills: int = _setting("shortPollingTimeMills", 1000)
+    enable_property_filter: bool = _setting("enablePropertyFilter", False)
+    default_query_max_num: int = _setting("defaultQueryMaxNum", 32)
+    flush_consumer_offset_interval: int = _setting("flushConsumerOffsetInterval", 5000)
+    rebalance_lock_max_live_time: int = _setting("rebalanceLockMaxLiveTime", 60_000)
+    # delayed messages
+    message_delay_level: str = _setting("messageDelayLevel", DEFAULT_DELAY_LEVELS)
+    flush_delay_offset_interval: int = _setting("flushDelayOffsetInterval", 10_000)
+    # transactions
+    reject_transaction_message: bool = _setting("rejectTransactionMessage", False)
+    transaction_time_out: int = _setting("transactionTimeOut", 6000)
+    transaction_check_max: int = _setting("transactionCheckMax", 15)
+    transaction_check_interval: int = _setting("transactionCheckInterval", 60_000)
+    # store
+    store_path_root_dir: str = _setting("storePathRootDir", str(Path.home() / "store"))
+    flush_disk_type: str = _setting("flushDiskType", FlushDiskType.ASYNC_FLUSH.value)
+    max_message_size: int = _setting("maxMessageSize", 4 * 1024 * 1024)
+    mapped_file_size_commit_log: int = _setting("mappedFileSizeCommitLog", 1024 * 1024 * 1024)
+    mapped_file_size_consume_queue: int = _setting("mappedFileSizeConsumeQueue", 300_000 * 20)
+    flush_interval_commit_log: int = _setting("flushIntervalCommitLog", 500)
+    flush_interval_consume_queue: int = _setting("flushIntervalConsumeQueue", 1000)
+    sync_flush_timeout: int = _setting("syncFlushTimeout", 5000)
+    file_reserved_time: int = _setting("fileReservedTime", 72)
+    delete_when: str = _setting("deleteWhen", "04")
+    disk_max_used_space_ratio: int = _setting("diskMaxUsedSpaceRatio", 75)
+    clean_resource_interval: int = _setting("cleanResourceInterval", 10_000)
+    message_index_enable: bool = _setting("messageIndexEnable", True)
+    max_hash_slot_num: int = _setting("maxHashSlotNum", 5_000_000)
+    max_index_num: int = _setting("maxIndexNum", 20_000_000)
+    max_transfer_bytes_on_message_in_memory: int = _setting("maxTransferBytesOnMessageInMemory", 262_144)
+    max_transfer_count_on_message_in_memory: int = _setting("maxTransferCountOnMessageInMemory", 32)
+    check_crc_on_recover: bool = _setting("checkCRCOnRecover", True)
+    config_black_list: str = _setting("configBlackList", DEFAULT_CONFIG_BLACKLIST)
+
+    # -- derived values ---------------------------------------------------------------------------------
+
+    @property
+    def store_host(self) -> str:
+        """The address stamped on stored messages and into offset message ids."""
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def broker_addr(self) -> str:
+        return f"{self.broker_ip1}:{self.listen_port}"
+
+    @property
+    def ha_server_addr(self) -> str:
+        return f"{self.broker_ip2}:{self.ha_listen_port}"
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        """``namesrvAddr`` is a semicolon-separated list, as in Java."""
+        if not self.namesrv_addr:
+            return []
+        return [addr.strip() for addr in self.namesrv_addr.split(";") if addr.strip()]
+
+    @property
+    def config_dir(self) -> Path:
+        return Path(self.store_path_root_dir) / "config"
+
+    def delay_levels_ms(self) -> list[int]:
+        """``messageDelayLevel`` parsed; level ``n`` (1-based) waits ``result[n - 1]`` ms."""
+        return parse_delay_levels(self.message_delay_level)
+
+    def store_config(self) -> StoreConfig:
+        """The message store's own settings, derived from these."""
+        flush = FlushDiskType(self.flush_disk_type)
+        return StoreConfig(
+            commit_log_segment_size=self.mapped_file_size_commit_log,
+            consume_queue_entries_per_file=max(1, self.mapped_file_size_consume_queue // 20),
+            max_message_size=self.max_message_size,
+            flush_disk_type=flush,
+            flush_interval_commit_log_ms=self.flush_interval_commit_log,
+            flush_interval_consume_queue_ms=self.flush_interval_consume_queue,
+            sync_flush_timeout_ms=self.sync_flush_timeout,
+            check_crc_on_recover=self.check_crc_on_recover,
+            message_index_enable=self.message_index_enable,
+            max_hash_slot_num=self.max_hash_slot_num,
+            max_index_num=self.max_index_num,
+            max_transfer_bytes_on_message=self.max_transfer_bytes_on_message_in_memory,
+            max_transfer_count_on_message=self.max_transfer_count_on_message_in_memory,
+            file_reserved_time_hours=self.file_reserved_time,
+            delete_when=self.delete_when,
+            disk_max_used_space_ratio=self.disk_max_used_space_ratio,
+        )
+
+    def validate(self) -> None:
+        """Refuse settings the broker cannot run with (checked at start, not on every update)."""
+        FlushDiskType(self.flush_disk_type)
+        BrokerRole(self.broker_role)
+        parse_delay_levels(self.message_delay_level)
+        if not self.broker_name or not self.broker_cluster_name:
+            raise ValueError("brokerName and brokerClusterName must not be empty")
+        if not 0 <= self.listen_port <= 0xFFFF:
+            raise ValueError(f"listenPort {self.listen_port} is not a port")
+
+    # -- Java properties --------------------------------------------------------------------------------
+
+    @classmethod
+    def java_names(cls) -> dict[str, str]:
+        """Java name -> attribute name, for every setting."""
+        return {f.metadata[_JAVA]: f.name for f in dataclasses.fields(cls) if _JAVA in f.metadata}
+
+    def items(self) -> Iterator[tuple[str, str]]:
+        """(Java name, Java rendering) of every set value; unset (null) values are left out, as Java does."""
+        for f in dataclasses.fields(self):
+            value = getattr(self, f.name)
+            if value is None:
+                continue
+            yield f.metadata[_JAVA], render_java(value)
+
+    def to_properties(self) -> str:
+        """The GET_BROKER_CONFIG body: ``key=value`` lines."""
+        return "".join(f"{key}={value}\n" for key, value in self.items())
+
+    def blacklisted(self, keys: Mapping[str, str]) -> list[str]:
+        """Keys of an update that the blacklist forbids changing."""
+        forbidden = {name.strip() for name in self.config_black_list.split(";") if name.strip()}
+        return [key for key in keys if key in forbidden]
+
+    def update(self, properties: Mapping[str, str]) -> list[str]:
+        """Apply Java-named settings; returns the Java names actually changed."""
+        names = self.java_names()
+        changed: list[str] = []
+        for key, text in properties.items():
+            attribute = names.get(key)
+            if attribute is None:
+                continue
+            current = getattr(self, attribute)
+            try:
+                value = parse_java(text, type(current) if current is not None else str)
+            except ValueError:
+                log.warning("ignoring broker setting %s=%r: not a valid value", key, text)
+                continue
+            if value != current:
+                setattr(self, attribute, value)
+                changed.append(key)
+        return changed
+
+    @classmethod
+    def from_properties(cls, text: str, **overrides: Any) -> BrokerConfig:
+        """A config from a ``broker.conf``-style text, then keyword overrides (Python names)."""
+        config = cls()
+        config.update(parse_properties(text))
+        for name, value in overrides.items():
+            setattr(config, name, value)
+        return config
+
+
+def render_java(value: object) -> str:
+    """A value as Java's ``String.valueOf`` writes it."""
+    if value is True:
+        return "true"
+    if value is False:
+        return "false"
+    return str(value)
+
+
+def parse_java(text: str, kind: type) -> object:
+    """A setting's text as Java's reflective update reads it; ValueError when it does not parse."""
+    text = text.strip()
+    if kind is bool:
+        return text.lower() == "true"
+    if kind is int:
+        return int(text)
+    if kind is float:
+        return float(text)
+    return text
+
+
+_PROPERTY_SPLIT = re.compile(r"\s*[=:]\s*|\s+")
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """``java.util.Properties.load`` for the simple files brokers use: ``key=value`` (or ``key: value``)
+    lines, ``#``/``!`` comments, blank lines ignored. Escapes and continuation lines are not supported."""
+    result: dict[str, str] = {}
+    for raw in text.splitlines():
+        line = raw.strip()
+        if not line or line[0] in "#!":
+            continue
+        parts = _PROPERTY_SPLIT.split(line, maxsplit=1)
+        key = parts[0]
+        value = parts[1] if len(parts) > 1 else ""
+        result[key] = value
+    return result
+
+
+def parse_delay_levels(text: str) -> list[int]:
+    """``"1s 5s 1m 2h"`` -> milliseconds per level; units s, m, h, d as Apache accepts them."""
+    levels: list[int] = []
+    for token in text.split():
+        unit = token[-1:]
+        number = token[:-1]
+        if unit not in _UNIT_MS or not number.isdigit():
+            raise ValueError(f"delay level {token!r} is not a number followed by s, m, h or d")
+        levels.append(int(number) * _UNIT_MS[unit])
+    if not levels:
+        raise ValueError("messageDelayLevel names no level")
+    return levels

@@ -1,0 +1,78 @@
+"""The one way messages enter the store: append, count, and wake the consumers waiting for them.
+
+Sends, delay-level deliveries, retries, transaction commits and op records all append through
+:class:`MessageService`, so held long-polling pulls learn about every arrival (Apache's reput service
+tells its ``NotifyMessageArrivingListener`` the same thing) and the runtime counters see every put.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping, Sequence
+
+from broker.stats import BrokerStats
+from broker.store import MessageStore, PutMessageResult, tag_hash_code
+from rocketmq_wire.message import const, sysflag
+from rocketmq_wire.message.properties import PropertiesFlavour, encode_java_properties
+from rocketmq_wire.message.stored import MessageExt
+
+log = logging.getLogger("broker.messages")
+
+#: ``listener(topic, queue_id, max_offset, tag_codes)``: messages arrived in a queue, which now ends at
+#: ``max_offset``; ``tag_codes`` are the tag hash codes of the new messages.
+ArrivalListener = Callable[[str, int, int, tuple[int, ...]], None]
+
+_INVISIBLE = (sysflag.TRANSACTION_PREPARED_TYPE, sysflag.TRANSACTION_ROLLBACK_TYPE)
+
+
+def stored_properties(properties: Mapping[str, str]) -> str:
+    """A properties map as a 4.9.x broker writes it into the commit log.
+
+    The broker re-encodes the map it decoded (a default-sized Java ``HashMap``), so names come out in that
+    map's order, with no separator after the last pair.
+    """
+    return encode_java_properties(dict(properties), PropertiesFlavour.V4)
+
+
+def tags_code(properties: Mapping[str, str]) -> int:
+    return tag_hash_code(properties.get(const.TAGS))
+
+
+class MessageService:
+    def __init__(self, store: MessageStore, stats: BrokerStats) -> None:
+        self.store = store
+        self._stats = stats
+        self._listeners: list[ArrivalListener] = []
+
+    def on_arrival(self, listener: ArrivalListener) -> None:
+        self._listeners.append(listener)
+
+    async def put(self, message: MessageExt) -> PutMessageResult:
+        return await self.put_all([message])
+
+    async def put_all(self, messages: Sequence[MessageExt]) -> PutMessageResult:
+        """Append messages contiguously (a batch), then announce them to waiting consumers."""
+        result = await self.store.put_messages_async(messages)
+        if not result.status.stored:
+            self._stats.put_failed()
+            log.warning(
+                "put of %d message(s) to %s failed: %s", len(messages), messages[0].topic, result.status.name
+            )
+            return result
+        self._stats.put(result.message_count, result.wrote_bytes)
+        self._announce(messages)
+        return result
+
+    def _announce(self, messages: Sequence[MessageExt]) -> None:
+        arrived: dict[tuple[str, int], list[int]] = {}
+        for message in messages:
+            if message.sys_flag & sysflag.TRANSACTION_MASK in _INVISIBLE:
+                continue
+            arrived.setdefault((message.topic, message.queue_id), []).append(tag_hash_code(message.tags))
+        for (topic, queue_id), codes in arrived.items():
+            max_offset = self.store.get_max_offset(topic, queue_id)
+            for listener in list(self._listeners):
+                try:
+                    listener(topic, queue_id, max_offset, tuple(codes))
+                except Exception:
+                    log.exception("message-arrival listener failed for %s/%d", topic, queue_id)

@@ -1,0 +1,59 @@
+"""END_TRANSACTION: a producer's commit or rollback of a half message (Apache's ``EndTransactionProcessor``).
+
+Usually oneway, so the answer is only for the rare caller that waits. A verdict of "unknown" (NOT_TYPE)
+changes nothing and is not answered: the broker will ask again later.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker.processors.common import read_header
+from rocketmq_wire import RemotingCommand
+from rocketmq_wire.headers.transaction import EndTransactionRequestHeader, TransactionType
+from rocketmq_wire.transport import Connection
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger("broker.processors.end_transaction")
+
+
+class EndTransactionProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        header = read_header(request, EndTransactionRequestHeader)
+        verdict = int(header.commit_or_rollback or 0)
+        group = str(header.producer_group)
+        source = "check of" if header.from_transaction_check else "end of"
+        if verdict == TransactionType.NOT_TYPE:
+            log.warning(
+                "producer %s of group %s reports transaction %s as still pending (%s)",
+                conn.remote_address,
+                group,
+                header.msg_id,
+                source,
+            )
+            return None
+        log.debug(
+            "%s transaction %s by %s: %s",
+            source,
+            header.msg_id,
+            conn.remote_address,
+            TransactionType(verdict).name,
+        )
+        outcome = await self._broker.transactions.end(
+            group, int(header.tran_state_table_offset or 0), int(header.commit_log_offset or 0), verdict
+        )
+        if outcome.remark is not None:
+            log.warning(
+                "%s transaction %s from %s failed: %s",
+                source,
+                header.msg_id,
+                conn.remote_address,
+                outcome.remark,
+            )
+        return request.make_response(outcome.code, outcome.remark)

@@ -1,0 +1,170 @@
+"""PULL_MESSAGE: serve a consumer's pull from a queue, or hold it until something arrives.
+
+The checks, their order, the status mapping and the remarks follow Apache's ``PullMessageProcessor``:
+broker and topic readable, a sane queue id, a subscription (from the request when it carries one, else from
+the group's heartbeat, which must be at least as new as the request's ``subVersion``), then the store read.
+The remark of an answer is the store's status name (``FOUND``, ``NO_MATCHED_MESSAGE``, ``OFFSET_OVERFLOW_ONE``
+...), which consumers log; ``nextBeginOffset``/``minOffset``/``maxOffset`` tell the consumer where to go on.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from broker import topics
+from broker.filtering import build_subscription, is_tag_type, tag_codes
+from broker.processors.common import read_header
+from broker.store import GetMessageStatus
+from broker.subscription_groups import MASTER_ID
+from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire.bodies.heartbeat import SubscriptionData
+from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
+from rocketmq_wire.message import sysflag
+from rocketmq_wire.transport import Connection
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger("broker.processors.pull")
+
+_CODE_BY_STATUS = {
+    GetMessageStatus.FOUND: ResponseCode.SUCCESS,
+    GetMessageStatus.MESSAGE_WAS_REMOVING: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.NO_MATCHED_MESSAGE: ResponseCode.PULL_RETRY_IMMEDIATELY,
+    GetMessageStatus.OFFSET_FOUND_NULL: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_OVERFLOW_BADLY: ResponseCode.PULL_OFFSET_MOVED,
+    GetMessageStatus.OFFSET_OVERFLOW_ONE: ResponseCode.PULL_NOT_FOUND,
+    GetMessageStatus.OFFSET_TOO_SMALL: ResponseCode.PULL_OFFSET_MOVED,
+}
+
+
+class PullMessageProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        return self.process(request, conn, allow_suspend=True)
+
+    def process(
+        self, request: RemotingCommand, conn: Connection, allow_suspend: bool
+    ) -> RemotingCommand | None:
+        """The answer to a pull, or ``None`` when it is held for long polling."""
+        broker = self._broker
+        config = broker.config
+        header = read_header(request, PullMessageRequestHeader)
+        assert header.consumer_group is not None and header.topic is not None
+        group, topic = header.consumer_group, header.topic
+        queue_id = int(header.queue_id or 0)
+        queue_offset = int(header.queue_offset or 0)
+        pull_flag = int(header.sys_flag or 0)
+
+        if not topics.is_readable(config.broker_permission):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the broker[{config.broker_ip1}] pulling message is forbidden"
+            )
+        group_config = broker.subscription_groups.find(group)
+        if group_config is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist, {topics.suggest_todo()}",
+            )
+        if not group_config.consume_enable:
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
+            )
+
+        topic_config = broker.topic_config_manager.select(topic)
+        if topic_config is None:
+            log.error("pull from topic %s, which does not exist, by %s", topic, conn.remote_address)
+            return request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {topics.suggest_todo()}",
+            )
+        if not topics.is_readable(topic_config.perm):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
+            )
+        if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
+            remark = (
+                f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:"
+                f"[{topic_config.read_queue_nums}] consumer:[{conn.remote_address}]"
+            )
+            log.warning(remark)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
+
+        subscription: SubscriptionData
+        if sysflag.has_subscription(pull_flag):
+            subscription = build_subscription(topic, header.subscription, header.expression_type)
+        else:
+            group_info = broker.consumer_manager.group(group)
+            if group_info is None:
+                return request.make_response(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    "the consumer's group info not exist" + topics.suggest_todo(),
+                )
+            if not group_config.consume_broadcast_enable and group_info.message_model == "BROADCASTING":
+                return request.make_response(
+                    ResponseCode.NO_PERMISSION,
+                    f"the consumer group[{group}] can not consume by broadcast way",
+                )
+            found = group_info.find_subscription(topic)
+            if found is None:
+                return request.make_response(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    "the consumer's subscription not exist" + topics.suggest_todo(),
+                )
+            if found.sub_version < int(header.sub_version or 0):
+                return request.make_response(
+                    ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
+                )
+            subscription = found
+        if not is_tag_type(subscription.expression_type):
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {subscription.expression_type}",
+            )
+
+        codes = tag_codes(subscription)
+        result = broker.store.get_messages(
+            topic, queue_id, queue_offset, max(0, int(header.max_msg_nums or 0)), codes
+        )
+        broker.stats.got(result.message_count)
+        response_header = PullMessageResponseHeader(
+            suggest_which_broker_id=MASTER_ID,
+            next_begin_offset=result.next_begin_offset,
+            min_offset=result.min_offset,
+            max_offset=result.max_offset,
+        )
+        status = result.status
+        if status in (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE):
+            code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:
+            code = _CODE_BY_STATUS[status]
+        if code == ResponseCode.PULL_OFFSET_MOVED:
+            log.info(
+                "pull offset moved: group %s %s/%d requested %d, next %d (%s)",
+                group,
+                topic,
+                queue_id,
+                queue_offset,
+                result.next_begin_offset,
+                status.name,
+            )
+
+        answer: RemotingCommand | None
+        if code == ResponseCode.PULL_NOT_FOUND and allow_suspend and sysflag.has_suspend(pull_flag):
+            timeout = int(header.suspend_timeout_millis or 0)
+            if not config.long_polling_enable:
+                timeout = config.short_polling_time_mills
+            broker.pull_holder.suspend(topic, queue_id, request, conn, queue_offset, codes, timeout)
+            answer = None
+        else:
+            answer = request.make_response(
+                code, status.name, response_header, result.body if result.messages else b""
+            )
+
+        if allow_suspend and sysflag.has_commit_offset(pull_flag):
+            commit = int(header.commit_offset or 0)
+            broker.consumer_offsets.commit_offset(group, topic, queue_id, commit)
+        return answer

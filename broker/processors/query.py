@@ -1,0 +1,66 @@
+"""QUERY_MESSAGE and VIEW_MESSAGE_BY_ID: finding stored messages by key, unique key or commit-log offset
+(Apache's ``QueryMessageProcessor``). Both answer with stored records as the body, as pulls do."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from broker.processors.common import read_header
+from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire.headers.query import (
+    QueryMessageRequestHeader,
+    QueryMessageResponseHeader,
+    ViewMessageRequestHeader,
+)
+from rocketmq_wire.transport import Connection
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+#: The ext entry (not a header field) by which a query asks for the unique key rather than KEYS.
+UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
+
+
+class QueryMessageProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        broker = self._broker
+        header = read_header(request, QueryMessageRequestHeader)
+        unique = request.fields().get(UNIQUE_KEY_QUERY) == "true"
+        max_num = broker.config.default_query_max_num if unique else int(header.max_num or 0)
+        result = broker.store.query_messages(
+            str(header.topic),
+            str(header.key),
+            max_num,
+            int(header.begin_timestamp or 0),
+            int(header.end_timestamp or 0),
+            unique_key=unique,
+        )
+        response_header = QueryMessageResponseHeader(
+            index_last_update_timestamp=result.index_last_update_timestamp,
+            index_last_update_phyoffset=result.index_last_update_phy_offset,
+        )
+        if result.messages:
+            return request.make_response(ResponseCode.SUCCESS, header=response_header, body=result.body)
+        return request.make_response(
+            ResponseCode.QUERY_NOT_FOUND,
+            "can not find message, maybe time range not correct",
+            response_header,
+        )
+
+
+class ViewMessageByIdProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        header = read_header(request, ViewMessageRequestHeader)
+        offset = int(header.offset or 0)
+        data = self._broker.store.lookup_message_by_physical_offset(offset)
+        if data is None:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"
+            )
+        return request.make_response(ResponseCode.SUCCESS, body=data)

@@ -1,0 +1,358 @@
+"""SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE: storing what producers send.
+
+Java clients send V2 headers (one-letter keys), the C++ client V1; V2 is converted to V1 first, as Apache
+does, and everything after that sees one header. The checks and their remarks are Apache's
+(``AbstractSendMessageProcessor.msgCheck``, ``SendMessageProcessor``): broker writable for ordered topics,
+a valid topic name, not a system topic, the topic known (or created from the default topic when
+auto-creation is on), a queue id inside the topic. Messages to ``%RETRY%<group>`` topics past their retry
+limit go to the group's dead-letter topic instead; delayed messages wait in their delay level's queue;
+transactional ones become half messages.
+
+Every answer carries ``MSG_REGION`` and ``TRACE_ON`` ext fields, as Apache's do; a successful one the offset
+message id, queue id and queue offset (for a batch: the ids comma-joined, the first message's offset) and
+the message's unique id as ``transactionId``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import shutil
+from typing import TYPE_CHECKING
+
+from broker import topics
+from broker.message_service import stored_properties
+from broker.processors.common import BadRequest, read_header
+from broker.store import PutMessageResult, PutMessageStatus
+from broker.topic_config_manager import describe
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.bodies.topic_config import TopicConfig
+from rocketmq_wire.codes import MQVersion
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.send import (
+    SendMessageRequestHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
+from rocketmq_wire.javahash import ExtFields
+from rocketmq_wire.message import const, sysflag
+from rocketmq_wire.message.batch import decode_batch, merge_batch_properties
+from rocketmq_wire.message.properties import decode_properties
+from rocketmq_wire.message.stored import MessageExt
+from rocketmq_wire.transport import Connection
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger("broker.processors.send")
+
+#: Queues of a dead-letter topic (Apache's ``DLQ_NUMS_PER_GROUP``).
+DLQ_NUMS_PER_GROUP = 1
+#: ``TopicSysFlag`` bits for unit-mode topics.
+TOPIC_SYS_FLAG_UNIT = 0x1
+TOPIC_SYS_FLAG_UNIT_SUB = 0x1 << 1
+#: Clients before this version did not send ``maxReconsumeTimes``.
+_V3_4_9 = MQVersion.value_of("V3_4_9")
+
+_ILLEGAL_REMARK = (
+    "the message is illegal, maybe msg body or properties length not matched. msg body length limit 128k, "
+    "msg properties length limit 32k."
+)
+
+
+def parse_send_header(request: RemotingCommand) -> SendMessageRequestHeader:
+    """The V1 header of any send request (V2 converted as Apache's ``parseRequestHeader`` does)."""
+    if request.code == RequestCode.SEND_MESSAGE:
+        return read_header(request, SendMessageRequestHeader)
+    return read_header(request, SendMessageRequestHeaderV2).to_v1()
+
+
+def disk_summary(path: str) -> str:
+    """Apache's ``diskUtil()`` line for the SERVICE_NOT_AVAILABLE remark."""
+    try:
+        usage = shutil.disk_usage(path)
+        ratio = usage.used / usage.total if usage.total else 0.0
+    except OSError:
+        ratio = 0.0
+    return f"CL: {ratio:5.2f} CQ: {ratio:5.2f} INDEX: {ratio:5.2f}"
+
+
+class SendMessageProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+        self._random = random.Random()
+
+    # -- the answer's frame -----------------------------------------------------------------------------
+
+    def _answer(
+        self,
+        request: RemotingCommand,
+        code: int,
+        remark: str | None = None,
+        header: SendMessageResponseHeader | None = None,
+    ) -> RemotingCommand:
+        config = self._broker.config
+        answer = request.make_response(code, remark, header)
+        answer.ext_fields = ExtFields(
+            {const.MSG_REGION: config.region_id, const.TRACE_ON: "true" if config.trace_on else "false"}
+        )
+        return answer
+
+    # -- entry point ------------------------------------------------------------------------------------
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        header = parse_send_header(request)
+        topic_config = self._check(request, header, conn)
+        if isinstance(topic_config, RemotingCommand):
+            return topic_config
+        if header.batch:
+            return await self._send_batch(request, header, conn, topic_config)
+        return await self._send_one(request, header, conn, topic_config)
+
+    def _check(
+        self, request: RemotingCommand, header: SendMessageRequestHeader, conn: Connection
+    ) -> TopicConfig | RemotingCommand:
+        """``msgCheck``: the topic config to send with, or the error answer."""
+        broker = self._broker
+        config = broker.config
+        topic = str(header.topic)
+        manager = broker.topic_config_manager
+        if not topics.is_writeable(config.broker_permission) and manager.is_order_topic(topic):
+            return self._answer(
+                request,
+                ResponseCode.NO_PERMISSION,
+                f"the broker[{config.broker_ip1}] sending message is forbidden",
+            )
+        refusal = topics.validate_topic(topic) or topics.check_send_allowed(topic)
+        if refusal is not None:
+            return self._answer(request, *refusal)
+        topic_config = manager.select(topic)
+        if topic_config is None:
+            sys_flag = 0
+            if header.unit_mode:
+                sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if topics.is_retry_topic(topic) else TOPIC_SYS_FLAG_UNIT
+            log.warning("the topic %s does not exist, producer %s", topic, conn.remote_address)
+            topic_config = manager.create_in_send(
+                topic,
+                header.default_topic,
+                conn.remote_address,
+                int(header.default_topic_queue_nums or 0),
+                sys_flag,
+            )
+            if topic_config is None and topics.is_retry_topic(topic):
+                topic_config = manager.create_if_absent(
+                    topic, 1, topics.PERM_READ | topics.PERM_WRITE, sys_flag
+                )
+            if topic_config is None:
+                return self._answer(
+                    request,
+                    ResponseCode.TOPIC_NOT_EXIST,
+                    f"topic[{topic}] not exist, apply first please!{topics.suggest_todo()}",
+                )
+        queue_id = int(header.queue_id or 0)
+        if queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
+            remark = (
+                f"request queueId[{queue_id}] is illegal, {describe(topic_config)} "
+                f"Producer: {conn.remote_address}"
+            )
+            log.warning(remark)
+            return self._answer(request, ResponseCode.SYSTEM_ERROR, remark)
+        if not topics.is_writeable(topic_config.perm):
+            return self._answer(
+                request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+            )
+        return topic_config
+
+    # -- one message ------------------------------------------------------------------------------------
+
+    async def _send_one(
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        conn: Connection,
+        topic_config: TopicConfig,
+    ) -> RemotingCommand:
+        broker = self._broker
+        config = broker.config
+        topic = str(header.topic)
+        queue_id = int(header.queue_id or 0)
+        if queue_id < 0:
+            queue_id = self._random.randrange(max(1, topic_config.write_queue_nums))
+        properties = decode_properties(header.properties or "")
+        reconsume_times = int(header.reconsume_times or 0)
+
+        if topics.is_retry_topic(topic):
+            diverted = self._retry_or_dlq(request, header, properties, reconsume_times)
+            if isinstance(diverted, RemotingCommand):
+                return diverted
+            if diverted is not None:
+                topic, queue_id = diverted
+
+        sys_flag = int(header.sys_flag or 0)
+        if topic_config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= sysflag.MULTI_TAGS
+        if not properties.get(const.UNIQ_KEY):
+            properties[const.UNIQ_KEY] = broker.unique_ids.next_id()
+        properties[const.CLUSTER] = config.broker_cluster_name
+        # A stored message does not keep WAIT (it only matters while storing); Apache drops it the same way.
+        stored_props = {name: value for name, value in properties.items() if name != const.WAIT}
+
+        message = MessageExt(
+            topic=topic,
+            body=request.body,
+            flag=int(header.flag or 0),
+            properties_string=stored_properties(stored_props),
+            queue_id=queue_id,
+            sys_flag=sys_flag,
+            born_timestamp=int(header.born_timestamp or 0),
+            born_host=conn.remote_address,
+            store_host=config.store_host,
+            reconsume_times=reconsume_times,
+        )
+        transactional = properties.get(const.TRAN_MSG, "").lower() == "true"
+        if transactional and not (reconsume_times > 0 and properties.get(const.DELAY, "0") not in ("", "0")):
+            if config.reject_transaction_message:
+                return self._answer(
+                    request,
+                    ResponseCode.NO_PERMISSION,
+                    f"the broker[{config.broker_ip1}] sending transaction message is forbidden",
+                )
+            half = broker.transactions.make_half(message, properties)
+            result = await broker.transactions.prepare(half)
+        else:
+            real_topic, real_queue = broker.schedule.apply_delay(properties, topic, queue_id)
+            if real_topic != topic:
+                message = dataclasses.replace(
+                    message,
+                    topic=real_topic,
+                    queue_id=real_queue,
+                    properties_string=stored_properties(properties),
+                )
+            result = await broker.messages.put(message)
+        return self._put_answer(request, result, queue_id, properties.get(const.UNIQ_KEY))
+
+    def _retry_or_dlq(
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        properties: dict[str, str],
+        reconsume_times: int,
+    ) -> tuple[str, int] | RemotingCommand | None:
+        """For a ``%RETRY%`` topic: the dead-letter destination once past the retry limit, else ``None``."""
+        broker = self._broker
+        group = str(header.topic)[len(topics.RETRY_GROUP_TOPIC_PREFIX) :]
+        group_config = broker.subscription_groups.find(group)
+        if group_config is None:
+            return self._answer(
+                request,
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group not exist, {group} {topics.suggest_todo()}",
+            )
+        max_times = group_config.retry_max_times
+        if request.version >= _V3_4_9 and header.max_reconsume_times is not None:
+            max_times = header.max_reconsume_times
+        if reconsume_times <= max_times:
+            return None
+        dlq = topics.dlq_topic(group)
+        broker.topic_config_manager.create_if_absent(
+            dlq, DLQ_NUMS_PER_GROUP, topics.PERM_READ | topics.PERM_WRITE
+        )
+        properties.pop(const.DELAY, None)
+        log.info(
+            "message of group %s retried %d times: to the dead-letter queue %s", group, reconsume_times, dlq
+        )
+        return dlq, self._random.randrange(DLQ_NUMS_PER_GROUP)
+
+    # -- a batch ----------------------------------------------------------------------------------------
+
+    async def _send_batch(
+        self,
+        request: RemotingCommand,
+        header: SendMessageRequestHeader,
+        conn: Connection,
+        topic_config: TopicConfig,
+    ) -> RemotingCommand:
+        broker = self._broker
+        config = broker.config
+        topic = str(header.topic)
+        queue_id = int(header.queue_id or 0)
+        if queue_id < 0:
+            queue_id = self._random.randrange(max(1, topic_config.write_queue_nums))
+        if len(topic) > topics.TOPIC_MAX_LENGTH:
+            return self._answer(
+                request, ResponseCode.MESSAGE_ILLEGAL, f"message topic length too long {len(topic)}"
+            )
+        if topics.is_retry_topic(topic):
+            return self._answer(
+                request, ResponseCode.MESSAGE_ILLEGAL, f"batch request does not support retry group {topic}"
+            )
+        try:
+            entries = decode_batch(request.body)
+        except CodecError as exc:
+            raise BadRequest(f"the batch body is malformed: {exc}", ResponseCode.MESSAGE_ILLEGAL) from None
+        if not entries:
+            return self._answer(request, ResponseCode.MESSAGE_ILLEGAL, "the batch holds no message")
+        batch_properties = decode_properties(header.properties or "")
+        batch_properties[const.CLUSTER] = config.broker_cluster_name
+        batch_string = stored_properties(batch_properties)
+        sys_flag = int(header.sys_flag or 0)
+        if topic_config.topic_filter_type == "MULTI_TAG":
+            sys_flag |= sysflag.MULTI_TAGS
+        messages = [
+            MessageExt(
+                topic=topic,
+                body=entry.body,
+                flag=entry.flag,
+                properties_string=merge_batch_properties(entry.properties_string, batch_string),
+                queue_id=queue_id,
+                sys_flag=sys_flag,
+                born_timestamp=int(header.born_timestamp or 0),
+                born_host=conn.remote_address,
+                store_host=config.store_host,
+                reconsume_times=int(header.reconsume_times or 0),
+            )
+            for entry in entries
+        ]
+        result = await broker.messages.put_all(messages)
+        return self._put_answer(request, result, queue_id, batch_properties.get(const.UNIQ_KEY))
+
+    # -- the store's verdict ----------------------------------------------------------------------------
+
+    def _put_answer(
+        self, request: RemotingCommand, result: PutMessageResult, queue_id: int, unique_id: str | None
+    ) -> RemotingCommand:
+        status = result.status
+        if status in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT):
+            header = SendMessageResponseHeader(
+                msg_id=result.msg_id,
+                queue_id=queue_id,
+                queue_offset=result.queue_offset,
+                transaction_id=unique_id,
+            )
+            code = (
+                ResponseCode.SUCCESS if status is PutMessageStatus.PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
+            )
+            return self._answer(request, code, None, header)
+        if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
+            return self._answer(request, ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK)
+        if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
+            remark = (
+                "service not available now. It may be caused by one of the following reasons: "
+                f"the broker's disk is full [{disk_summary(self._broker.config.store_path_root_dir)}], "
+                "messages are put to the slave, message store has been shut down, etc."
+            )
+            return self._answer(request, ResponseCode.SERVICE_NOT_AVAILABLE, remark)
+        if status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED:
+            return self._answer(
+                request, ResponseCode.SYSTEM_ERROR, "create mapped file failed, server is busy or broken."
+            )
+        if status is PutMessageStatus.OS_PAGE_CACHE_BUSY:
+            return self._answer(
+                request,
+                ResponseCode.SYSTEM_ERROR,
+                "[PC_SYNCHRONIZED]broker busy, start flow control for a while",
+            )
+        if status is PutMessageStatus.UNKNOWN_ERROR:
+            return self._answer(request, ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR")
+        return self._answer(request, ResponseCode.SYSTEM_ERROR, "UNKNOWN_ERROR DEFAULT")

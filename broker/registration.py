@@ -1,0 +1,134 @@
+"""Telling NameServers this broker exists and which topics it serves (Apache's ``BrokerOuterAPI``).
+
+REGISTER_BROKER carries the whole topic table (a ``TopicConfigSerializeWrapper`` in plain JSON, its CRC32 in
+the header) and goes to every configured NameServer at start, every ``registerNameServerPeriod`` and after
+each topic change; UNREGISTER_BROKER goes out on shutdown. A NameServer that is down only costs a log line:
+the next cycle tries again. The answer's ``ORDER_TOPIC_CONFIG`` table tells the broker which topics are
+ordered, which matters when its write permission is taken away.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import zlib
+
+from broker.config import BrokerConfig
+from broker.topic_config_manager import TopicConfigManager
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.bodies.kv import KVTable
+from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.namesrv import (
+    RegisterBrokerRequestHeader,
+    RegisterBrokerResponseHeader,
+    UnRegisterBrokerRequestHeader,
+)
+from rocketmq_wire.transport import RemotingClient, RemotingError
+
+log = logging.getLogger("broker.registration")
+
+#: Apache clamps the registration period to this range.
+MIN_PERIOD_MS = 10_000
+MAX_PERIOD_MS = 60_000
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class RegistrationResult:
+    namesrv: str
+    ok: bool
+    master_addr: str | None = None
+    ha_server_addr: str | None = None
+    order_topics: frozenset[str] = frozenset()
+    error: str | None = None
+
+
+def body_crc32(body: bytes) -> int:
+    """``UtilAll.crc32``: CRC-32 with the sign bit cleared."""
+    return zlib.crc32(body) & 0x7FFFFFFF
+
+
+class NameServerRegistration:
+    def __init__(self, config: BrokerConfig, topics: TopicConfigManager, client: RemotingClient) -> None:
+        self._config = config
+        self._topics = topics
+        self._client = client
+        self.last_results: list[RegistrationResult] = []
+
+    @property
+    def period_ms(self) -> int:
+        return max(MIN_PERIOD_MS, min(self._config.register_name_server_period, MAX_PERIOD_MS))
+
+    def _register_request(self) -> RemotingCommand:
+        config = self._config
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=self._topics.wrapper()).encode(
+            compressed=False
+        )
+        header = RegisterBrokerRequestHeader(
+            broker_name=config.broker_name,
+            broker_addr=config.broker_addr,
+            cluster_name=config.broker_cluster_name,
+            ha_server_addr=config.ha_server_addr,
+            broker_id=config.broker_id,
+            compressed=False,
+            body_crc32=body_crc32(body),
+        )
+        return RemotingCommand.request(RequestCode.REGISTER_BROKER, header, body)
+
+    async def register_all(self) -> list[RegistrationResult]:
+        """Register with every NameServer at once; returns how each one answered."""
+        addrs = self._config.namesrv_addrs
+        if not addrs:
+            return []
+        results = list(await asyncio.gather(*(self._register_one(addr) for addr in addrs)))
+        order_topics: set[str] = set()
+        for result in results:
+            order_topics |= result.order_topics
+        if any(result.ok for result in results):
+            self._topics.order_topics = frozenset(order_topics)
+        self.last_results = results
+        return results
+
+    async def _register_one(self, addr: str) -> RegistrationResult:
+        request = self._register_request()
+        try:
+            answer = await self._client.invoke(addr, request, self._config.register_broker_timeout_mills)
+        except RemotingError as exc:
+            log.warning("registering with NameServer %s failed: %s", addr, exc)
+            return RegistrationResult(addr, False, error=str(exc))
+        if answer.code != ResponseCode.SUCCESS:
+            log.warning("NameServer %s refused the registration: %d %s", addr, answer.code, answer.remark)
+            return RegistrationResult(addr, False, error=f"{answer.code} {answer.remark}")
+        try:
+            header = answer.read_header(RegisterBrokerResponseHeader)
+            table = KVTable.from_json(answer.body).table if answer.body else {}
+        except CodecError as exc:
+            log.warning("NameServer %s answered the registration with something unreadable: %s", addr, exc)
+            return RegistrationResult(addr, True)
+        log.debug("registered with NameServer %s", addr)
+        return RegistrationResult(addr, True, header.master_addr, header.ha_server_addr, frozenset(table))
+
+    async def unregister_all(self) -> None:
+        config = self._config
+        header = UnRegisterBrokerRequestHeader(
+            broker_name=config.broker_name,
+            broker_addr=config.broker_addr,
+            cluster_name=config.broker_cluster_name,
+            broker_id=config.broker_id,
+        )
+
+        async def one(addr: str) -> None:
+            try:
+                answer = await self._client.invoke(
+                    addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, header), 3000
+                )
+            except RemotingError as exc:
+                log.warning("unregistering from NameServer %s failed: %s", addr, exc)
+                return
+            if answer.code == ResponseCode.SUCCESS:
+                log.info("unregistered from NameServer %s", addr)
+            else:
+                log.warning("NameServer %s refused to unregister us: %d %s", addr, answer.code, answer.remark)
+
+        await asyncio.gather(*(one(addr) for addr in config.namesrv_addrs))

@@ -1,0 +1,98 @@
+"""Counters behind GET_BROKER_RUNTIME_INFO (``mqadmin brokerStatus``).
+
+Apache reports message totals as three snapshots of one running counter -- now, at this morning's midnight
+and at yesterday's -- so "messages today" is the difference. The same is kept here, plus plain totals since
+start; the rate fields Apache computes from sliding windows are derived from these totals.
+"""
+
+from __future__ import annotations
+
+import time
+
+from broker.clock import Clock
+
+_DAY_MS = 86_400_000
+
+
+def _local_midnight_ms(now_ms: int) -> int:
+    local = time.localtime(now_ms / 1000)
+    midnight = time.mktime((local.tm_year, local.tm_mon, local.tm_mday, 0, 0, 0, 0, 0, -1))
+    return int(midnight * 1000)
+
+
+class BrokerStats:
+    def __init__(self, clock: Clock) -> None:
+        self._clock = clock
+        self.boot_timestamp = clock.now_ms()
+        self.put_times_total = 0
+        self.put_size_total = 0
+        self.put_failed_times = 0
+        self.put_messages_total = 0
+        self.get_found_total = 0
+        self.get_miss_total = 0
+        self.get_messages_total = 0
+        self._day_start = _local_midnight_ms(self.boot_timestamp)
+        self.put_today_morning = 0
+        self.get_today_morning = 0
+        self.put_yesterday_morning = 0
+        self.get_yesterday_morning = 0
+
+    def _roll(self) -> None:
+        now = self._clock.now_ms()
+        if now - self._day_start < _DAY_MS:
+            return
+        days = (now - self._day_start) // _DAY_MS
+        if days == 1:
+            self.put_yesterday_morning, self.get_yesterday_morning = (
+                self.put_today_morning,
+                self.get_today_morning,
+            )
+        else:
+            self.put_yesterday_morning, self.get_yesterday_morning = (
+                self.put_messages_total,
+                self.get_messages_total,
+            )
+        self.put_today_morning, self.get_today_morning = self.put_messages_total, self.get_messages_total
+        self._day_start = _local_midnight_ms(now)
+
+    def put(self, messages: int, size: int) -> None:
+        self._roll()
+        self.put_times_total += 1
+        self.put_size_total += size
+        self.put_messages_total += messages
+
+    def put_failed(self) -> None:
+        self.put_failed_times += 1
+
+    def got(self, messages: int) -> None:
+        self._roll()
+        if messages:
+            self.get_found_total += 1
+            self.get_messages_total += messages
+        else:
+            self.get_miss_total += 1
+
+    def snapshot(self) -> dict[str, int]:
+        """The message-count snapshots, under the names brokerStatus prints."""
+        self._roll()
+        return {
+            "msgPutTotalTodayNow": self.put_messages_total,
+            "msgGetTotalTodayNow": self.get_messages_total,
+            "msgPutTotalTodayMorning": self.put_today_morning,
+            "msgGetTotalTodayMorning": self.get_today_morning,
+            "msgPutTotalYesterdayMorning": self.put_yesterday_morning,
+            "msgGetTotalYesterdayMorning": self.get_yesterday_morning,
+        }
+
+    def per_second(self, total: int) -> float:
+        """A total spread over the time since start (the stand-in for Apache's windowed rates)."""
+        elapsed = max(1, self._clock.now_ms() - self.boot_timestamp) / 1000
+        return total / elapsed
+
+    def runtime(self) -> str:
+        """Apache's ``[ 0 days, 0 hours, 0 minutes, 26 seconds ]``."""
+        seconds = max(0, (self._clock.now_ms() - self.boot_timestamp) // 1000)
+        days, seconds = divmod(seconds, 86_400)
+        hours, seconds = divmod(seconds, 3600)
+        minutes, seconds = divmod(seconds, 60)
+        return f"[ {days} days, {hours} hours, {minutes} minutes, {seconds} seconds ]"
