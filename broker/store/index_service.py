@@ -112,8 +112,7 @@ class IndexService:
             after_phy_offset=last.end_phy_offset if last is not None else 0,
             after_timestamp=last.end_timestamp if last is not None else 0,
         )
-        if last is not None:
-            last.flush()
+        # The full file is left for the periodic checkpoint to fsync: an fsync here would stall the append.
         self._files.append(index)
         return index
 
