@@ -99,6 +99,8 @@ class HeartbeatSender:
             if response.code != ResponseCode.SUCCESS:
                 logger.info("broker %s refused to unregister group %s: %s", addr, group, response.remark)
 
-        for addr in addrs:
+        async def leave(addr: str) -> None:
             for group in self.groups:
                 await one(addr, group)
+
+        await asyncio.gather(*(leave(addr) for addr in addrs))

@@ -100,6 +100,23 @@ def _body_of(message: Message) -> bytes:
     raise MessageValidationError(f"the message body must be bytes, got {type(body).__name__}")
 
 
+def normalized(message: Message) -> Message:
+    """The message with a plain-string ``keys`` (one key, or several separated by spaces) made a list, and a
+    ``str`` body made UTF-8 bytes; a string would otherwise be taken apart character by character."""
+    keys: object = message.keys
+    body: object = message.body
+    if not isinstance(keys, str) and not isinstance(body, str):
+        return message
+    try:
+        return dataclasses.replace(
+            message,
+            keys=[k for k in keys.split(props.KEY_SEPARATOR) if k] if isinstance(keys, str) else message.keys,
+            body=_body_of(message),
+        )
+    except CodecError as exc:
+        raise MessageValidationError(str(exc)) from exc
+
+
 def check_body(body: bytes, max_size: int) -> None:
     if not body:
         raise MessageValidationError("the message body is empty")
@@ -135,6 +152,7 @@ def prepare_message(
     extra_properties: Mapping[str, str] = {},
 ) -> PreparedMessage:
     """Validate, give the message its unique id, compress a large body, and flag a half message."""
+    message = normalized(message)
     body = _body_of(message)
     check_body(body, max_message_size)
     extra = dict(extra_properties)
@@ -170,7 +188,7 @@ def prepare_batch(
         raise MessageValidationError("a batch needs at least one message")
     first = messages[0]
     entries = []
-    for message, unique_id in zip(messages, unique_ids, strict=True):
+    for message, unique_id in zip(map(normalized, messages), unique_ids, strict=True):
         if message.topic != first.topic:
             raise MessageValidationError("every message of a batch must have the same topic")
         if message.delay_level > 0:

@@ -24,7 +24,7 @@ from producer import (
 )
 from producer.selectors import hash_index, java_hash_code
 from rocketmq_wire.codes import RequestCode, ResponseCode, SerializeType
-from rocketmq_wire.message import decode_offset_msg_id, decode_properties, decode_unique_id
+from rocketmq_wire.message import decode_batch, decode_offset_msg_id, decode_properties, decode_unique_id
 from tests.unit.producer_fakes import Cluster
 
 TOPIC = "TopicTest"
@@ -267,10 +267,15 @@ async def test_rocketmq_serialization_on_request() -> None:
     assert decode_properties(received.fields["i"])["UNIQ_KEY"] == result.msg_id
 
 
-async def test_string_body_is_sent_as_utf8() -> None:
+async def test_string_body_and_string_keys_are_taken_whole() -> None:
     async with Cluster() as cluster:
         cluster.route(TOPIC)
         async with cluster.producer() as producer:
-            await producer.send(Message(TOPIC, "héllo"))  # type: ignore[arg-type]
-        (received,) = cluster.brokers["broker-a"].sends()
-    assert received.cmd.body == "héllo".encode()
+            await producer.send(Message(TOPIC, "héllo", keys="order-1"))  # type: ignore[arg-type]
+            await producer.send_batch([Message(TOPIC, "b", keys="bk")])  # type: ignore[arg-type]
+        first, batch = cluster.brokers["broker-a"].sends()
+    assert first.cmd.body == "héllo".encode()
+    assert decode_properties(first.fields["i"])["KEYS"] == "order-1"
+    assert decode_batch(batch.cmd.body)[0].properties["KEYS"] == "bk"
+    with pytest.raises(ValueError):
+        Message(TOPIC, b"", keys="k1 k2")  # type: ignore[arg-type]  # (the message itself refuses this)
