@@ -23,18 +23,9 @@ from pathlib import Path
 
 import pytest
 
-try:
-    from tests.integration.cpp_peer import runner
-except ModuleNotFoundError:  # tests/integration has no __init__.py: pytest put only this folder on sys.path
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
-    from tests.integration.cpp_peer import runner
 from rocketmq_wire.codes import RequestCode
-from tests.integration.cpp_peer import fixtures
+from tests.integration.cpp_peer import runner
 from tests.integration.cpp_peer.fake_cluster import FakeCluster, fake_cluster
-
-# Until tests/integration/conftest.py provides them (see fixtures.py).
-cpp_client_unavailable = fixtures.cpp_client_unavailable
-cpp_client = fixtures.cpp_client
 
 pytestmark = pytest.mark.integration
 
