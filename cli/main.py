@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from cli.inspect_cmd import inspect
+from cli.namesrv_cmd import namesrv
 
 app = typer.Typer(
     name="rmq",
@@ -21,6 +22,7 @@ def _root() -> None:
 
 
 app.command()(inspect)
+app.command()(namesrv)
 
 
 def main() -> None:
