@@ -193,9 +193,11 @@ class RouteTable:
     async def publish_info(self, topic: str) -> TopicPublishInfo:
         """The topic's queues, from the cache or fetched now; concurrent callers share one fetch."""
         info = self._publish.get(topic)
-        if info is not None and info.ok:
-            return info
-        return await self.refresh(topic)
+        if info is None or not info.ok:
+            info = await self.refresh(topic)
+        if not info.ok:
+            raise NoRouteError(f"topic {topic!r} has no writable queue on any broker with a master")
+        return info
 
     async def refresh(self, topic: str) -> TopicPublishInfo:
         """Fetch the topic's route now (joining a fetch already under way)."""
@@ -252,11 +254,9 @@ class RouteTable:
     def _install(self, topic: str, route: TopicRouteData, from_default: bool) -> TopicPublishInfo:
         self._learn_brokers(_broker_datas_iter(route))
         current = self._publish.get(topic)
-        if current is not None and current.ok and _same_route(self._routes.get(topic), route):
+        if current is not None and _same_route(self._routes.get(topic), route):
             return current
         info = publish_info_from_route(topic, route, self._rng)
-        if not info.ok:
-            raise NoRouteError(f"topic {topic!r} has no writable queue on any broker with a master")
         if current is not None:
             logger.info("route of topic %s changed: %d writable queues", topic, len(info.queues))
         self._routes[topic] = route

@@ -127,3 +127,15 @@ async def test_all_namesrvs_down_is_an_error_that_names_them() -> None:
                 await producer.send(Message(TOPIC, b"x"))
     for address in addresses.split(";"):
         assert address in str(caught.value)
+
+
+async def test_topic_without_writable_queues_has_no_route() -> None:
+    async with Cluster() as cluster:
+        cluster.route(TOPIC, perm=4)
+        async with cluster.producer() as producer:
+            with pytest.raises(NoRouteError, match="no writable queue"):
+                await producer.send(Message(TOPIC, b"x"))
+            cluster.route(TOPIC, perm=6)
+            result = await producer.send(Message(TOPIC, b"y"))
+        assert cluster.namesrvs[0].route_requests(TOPIC) == 2
+    assert result.message_queue.topic == TOPIC
