@@ -209,12 +209,13 @@ class FakeBroker(_Recorder):
         return request.make_response()
 
     async def _heartbeat(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
-        await self._record(request, conn)
-        await self._check_acl(request)
+        # known before it is recorded, so a test that waited for the heartbeat can address the client
         data = HeartbeatData.from_json(request.body)
         self.heartbeats.append(data)
         if data.client_id:
             self.client_connections[data.client_id] = conn
+        await self._record(request, conn)
+        await self._check_acl(request)
         return request.make_response()
 
     async def _send(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
