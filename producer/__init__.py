@@ -2,9 +2,15 @@
 
 ``Producer`` and ``TransactionProducer`` are asyncio-first; ``BlockingProducer`` and
 ``BlockingTransactionProducer`` offer the same methods to code that is not async; ``producer.compat`` is a
-drop-in for the official Python client's producer API. Modules: ``config`` (settings, Java defaults),
-``sender`` (requests and responses, no I/O), ``routes`` / ``namesrv`` (cluster metadata), ``fault``
-(latency-based broker avoidance), ``heartbeat``, ``selectors`` (ordered sends), ``transaction``.
+drop-in for the official Python client's producer API::
+
+    async with Producer("OrderService", "ns1:9876;ns2:9876") as producer:
+        result = await producer.send(Message("Orders", b"...", tags="created", keys=["order-42"]))
+        await producer.send(Message("Orders", b"..."), sharding_key="customer-7")  # ordered per customer
+
+Modules: ``config`` (settings, Java's defaults), ``sender`` (requests and responses, no I/O), ``routes`` and
+``namesrv`` (cluster metadata), ``fault`` (latency-based broker avoidance), ``heartbeat``, ``selectors``
+(ordered sends), ``transaction``, ``blocking``, ``compat``.
 """
 
 from producer.blocking import BlockingProducer, BlockingTransactionProducer
