@@ -43,6 +43,18 @@ class PullRequestHoldService:
         self._held: dict[tuple[str, int], list[HeldPull]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        self._watchers: list[Callable[[], None]] = []
+
+    def watch(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` whenever a pull is held or let go (for monitoring and tests)."""
+        self._watchers.append(callback)
+
+    def _changed(self) -> None:
+        for callback in list(self._watchers):
+            try:
+                callback()
+            except Exception:
+                log.exception("hold-service watcher failed")
 
     @property
     def held_count(self) -> int:
@@ -65,12 +77,13 @@ class PullRequestHoldService:
         pull = HeldPull(request, conn, pull_from_offset, codes, self._clock.now_ms() + max(0, timeout_ms))
         key = (topic, queue_id)
         self._held.setdefault(key, []).append(pull)
-        pull.timer = asyncio.create_task(self._expire(key, pull, timeout_ms), name="pull-hold-timeout")
+        pull.timer = asyncio.create_task(self._expire(key, pull), name="pull-hold-timeout")
         self._tasks.add(pull.timer)
         pull.timer.add_done_callback(self._tasks.discard)
         log.debug(
             "holding pull of %s/%d from offset %d for %d ms", topic, queue_id, pull_from_offset, timeout_ms
         )
+        self._changed()
 
     def notify_arrival(self, topic: str, queue_id: int, max_offset: int, tag_codes: tuple[int, ...]) -> None:
         """Messages arrived: wake the held pulls of the queue that they are new to and that accept one."""
@@ -90,9 +103,12 @@ class PullRequestHoldService:
             self._held[key] = keep
         else:
             del self._held[key]
+        if len(keep) != len(pulls):
+            self._changed()
 
-    async def _expire(self, key: tuple[str, int], pull: HeldPull, timeout_ms: int) -> None:
-        await self._clock.sleep_ms(timeout_ms)
+    async def _expire(self, key: tuple[str, int], pull: HeldPull) -> None:
+        # Measured from the deadline fixed at suspension, not from when this task first runs.
+        await self._clock.sleep_ms(pull.deadline_ms - self._clock.now_ms())
         pulls = self._held.get(key)
         if pulls is None or pull not in pulls:
             return
@@ -101,6 +117,7 @@ class PullRequestHoldService:
             del self._held[key]
         pull.timer = None
         self._wake(pull)
+        self._changed()
 
     def _wake(self, pull: HeldPull) -> None:
         if pull.timer is not None:
@@ -137,6 +154,7 @@ class PullRequestHoldService:
                 self._held[key] = keep
             else:
                 del self._held[key]
+        self._changed()
 
     async def close(self) -> None:
         """Forget every held pull (their consumers retry elsewhere) and stop the timers."""

@@ -13,6 +13,7 @@ import asyncio
 import dataclasses
 import logging
 import zlib
+from collections.abc import Callable
 
 from broker.config import BrokerConfig
 from broker.topic_config_manager import TopicConfigManager
@@ -55,6 +56,11 @@ class NameServerRegistration:
         self._topics = topics
         self._client = client
         self.last_results: list[RegistrationResult] = []
+        self._listeners: list[Callable[[list[RegistrationResult]], None]] = []
+
+    def on_registered(self, listener: Callable[[list[RegistrationResult]], None]) -> None:
+        """Call ``listener(results)`` after every registration round (monitoring, tests)."""
+        self._listeners.append(listener)
 
     @property
     def period_ms(self) -> int:
@@ -88,6 +94,11 @@ class NameServerRegistration:
         if any(result.ok for result in results):
             self._topics.order_topics = frozenset(order_topics)
         self.last_results = results
+        for listener in list(self._listeners):
+            try:
+                listener(results)
+            except Exception:
+                log.exception("registration listener failed")
         return results
 
     async def _register_one(self, addr: str) -> RegistrationResult:

@@ -22,6 +22,7 @@ from rocketmq_wire.bodies.heartbeat import ConsumerData, HeartbeatData, Producer
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.headers.pull import PullMessageRequestHeader
 from rocketmq_wire.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2
+from rocketmq_wire.headers.topic import CreateTopicRequestHeader
 from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.batch import BatchEntry, encode_batch
 from rocketmq_wire.message.properties import encode_properties
@@ -110,6 +111,20 @@ class BrokerClient:
 
     async def oneway(self, code: int, header: CommandHeader | None = None, body: bytes = b"") -> None:
         await self.client.invoke_oneway(self.address, RemotingCommand.request(code, header, body))
+
+    async def create_topic(self, topic: str, queues: int = 4, perm: int = 6) -> RemotingCommand:
+        """UPDATE_AND_CREATE_TOPIC with ``queues`` read and write queues."""
+        header = CreateTopicRequestHeader(
+            topic=topic,
+            default_topic="TBW102",
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            perm=perm,
+            topic_filter_type="SINGLE_TAG",
+            topic_sys_flag=0,
+            order=False,
+        )
+        return await self.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
 
     async def send(
         self,
