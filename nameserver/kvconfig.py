@@ -35,6 +35,8 @@ class KVConfigManager:
     def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
         self.path = None if path is None else Path(path)
         self._table: dict[str, JavaMap[str, str]] = {}
+        #: Bumped on every change, so callers can cache what they derive from the table.
+        self.generation = 0
 
     # -- queries ---------------------------------------------------------------------------------------
 
@@ -66,6 +68,7 @@ class KVConfigManager:
             logger.info("putKVConfig create new namespace %s", namespace)
         previous = table.get(key)
         table[key] = value
+        self.generation += 1
         table.table_size = max(table.table_size or 0, HASH_MAP.size_for(len(table)))
         if previous is None:
             logger.info(
@@ -79,6 +82,7 @@ class KVConfigManager:
         table = self._table.get(namespace)
         if table is not None:
             value = table.pop(key, None)
+            self.generation += 1
             logger.info(
                 "deleteKVConfig delete a config item, namespace %s key %s value %s", namespace, key, value
             )
@@ -117,6 +121,7 @@ class KVConfigManager:
                     raise CodecError(f"{self.path}: {namespace}.{key!r} is not a string entry")
                 table[key] = value
             table.table_size = max(table.table_size or 0, HASH_MAP.size_for(len(table)))
+        self.generation += 1
         logger.info("loaded KV config from %s: %d namespaces", self.path, len(self._table))
 
     def persist(self) -> None:

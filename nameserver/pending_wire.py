@@ -12,6 +12,7 @@ from typing import ClassVar
 
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.headers.rpc import TopicRequestHeader
 
 # Java's ``PermName``: a queue's permission bits.
 PERM_INHERIT = 1
@@ -46,3 +47,12 @@ class BrokerHeartbeatRequestHeader(CommandHeader):
     confirm_offset: int | None = jint("confirmOffset")
     heartbeat_timeout_mills: int | None = jint("heartbeatTimeoutMills")
     election_priority: int | None = jint("electionPriority")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class RegisterTopicRequestHeader(TopicRequestHeader):
+    """REGISTER_TOPIC_IN_NAMESRV (5.x): add queues to a topic's route; the queues come as route data body."""
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.REGISTER_TOPIC_IN_NAMESRV,)
+
+    topic: str | None = jstr("topic", required=True)

@@ -13,10 +13,11 @@ from collections.abc import Callable, Hashable
 
 from nameserver.config import PATH_SETTINGS, NamesrvConfig, parse_properties
 from nameserver.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
-from nameserver.pending_wire import BrokerHeartbeatRequestHeader
+from nameserver.pending_wire import BrokerHeartbeatRequestHeader, RegisterTopicRequestHeader
 from nameserver.profile import DEFAULT_PROFILE, ApacheProfile
 from nameserver.route_table import RouteInfoManager, same_data_version
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
+from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.bodies.topic_config import (
     DataVersion,
     TopicConfigAndMappingSerializeWrapper,
@@ -100,10 +101,10 @@ class NamesrvProcessor:
         }
         if profile.is_5x:
             self.handlers[RequestCode.BROKER_HEARTBEAT] = self.broker_heartbeat
-        #: Route bodies by (topic, strict JSON), valid while the tables stay at ``_cache_key``.
+            self.handlers[RequestCode.REGISTER_TOPIC_IN_NAMESRV] = self.register_topic_in_namesrv
+        #: Route bodies by (topic, strict JSON), valid while tables and settings stay at ``_cache_key``.
         self._route_cache: dict[tuple[str, bool], bytes] = {}
-        self._cache_key: tuple[int, int] = (-1, -1)
-        self._kv_generation = 0
+        self._cache_key: tuple[int, int, bool] = (-1, -1, False)
 
     def process(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:
         """Answer one request; undecodable input becomes SYSTEM_ERROR as Java's remoting layer answers it."""
@@ -143,7 +144,6 @@ class NamesrvProcessor:
     def put_kv_config(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:
         header = request.read_header(PutKVConfigRequestHeader)
         self.kv.put(str(header.namespace), str(header.key), str(header.value))
-        self._kv_generation += 1
         return self._respond(request)
 
     def get_kv_config(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:
@@ -160,7 +160,6 @@ class NamesrvProcessor:
     def delete_kv_config(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:
         header = request.read_header(DeleteKVConfigRequestHeader)
         self.kv.delete(str(header.namespace), str(header.key))
-        self._kv_generation += 1
         return self._respond(request)
 
     def get_kv_list_by_namespace(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:
@@ -282,7 +281,7 @@ class NamesrvProcessor:
         header = request.read_header(GetRouteInfoRequestHeader)
         topic = str(header.topic)
         strict = request.version >= _V4_9_4 or bool(header.accept_standard_json_only)
-        key = (self.routes.generation, self._kv_generation)
+        key = (self.routes.generation, self.kv.generation, self.config.order_message_enable)
         if key != self._cache_key:
             self._route_cache.clear()
             self._cache_key = key
@@ -314,6 +313,14 @@ class NamesrvProcessor:
     def delete_topic_in_namesrv(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:
         header = request.read_header(DeleteTopicFromNamesrvRequestHeader)
         self.routes.delete_topic(str(header.topic), header.cluster_name)
+        return self._respond(request)
+
+    def register_topic_in_namesrv(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:
+        header = request.read_header(RegisterTopicRequestHeader)
+        if request.body:
+            route = TopicRouteData.from_json(request.body)
+            if route.queue_datas:
+                self.routes.register_topic(str(header.topic), route.queue_datas)
         return self._respond(request)
 
     def get_topics_by_cluster(self, request: RemotingCommand, channel: Hashable) -> RemotingCommand:

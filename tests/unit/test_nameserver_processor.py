@@ -8,6 +8,7 @@ import pytest
 
 from nameserver.config import NamesrvConfig, parse_properties
 from nameserver.kvconfig import KVConfigManager
+from nameserver.pending_wire import RegisterTopicRequestHeader
 from nameserver.processor import NamesrvProcessor
 from nameserver.profile import APACHE_4_9_8, APACHE_5_3_3, ApacheProfile
 from nameserver.route_table import RouteInfoManager
@@ -15,7 +16,7 @@ from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
-from rocketmq_wire.bodies.route import TopicRouteData
+from rocketmq_wire.bodies.route import QueueData, TopicRouteData
 from rocketmq_wire.bodies.topic_config import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicList
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.headers.base import CommandHeader
@@ -412,3 +413,40 @@ def test_config_update_types() -> None:
     )
     assert config.update({"scanNotActiveBrokerInterval": "soon"}) == []
     assert config.scan_not_active_broker_interval == 7000
+
+
+def test_register_topic_in_namesrv_adds_queues_of_known_brokers_in_5x() -> None:
+    server = Server(APACHE_5_3_3)
+    server.register("TopicA", "TopicB")
+    known = TopicRouteData(
+        queue_datas=[QueueData(broker_name="broker-a", read_queue_nums=2, write_queue_nums=2, perm=6)]
+    )
+    header = RegisterTopicRequestHeader(topic="Static")
+    assert (
+        server.send(RequestCode.REGISTER_TOPIC_IN_NAMESRV, header, known.to_json()).code
+        == ResponseCode.SUCCESS
+    )
+    assert TopicRouteData.from_json(server.route("Static").body).queue_datas[0].read_queue_nums == 2
+    unknown = TopicRouteData(
+        queue_datas=[QueueData(broker_name="broker-z", read_queue_nums=2, write_queue_nums=2)]
+    )
+    header = RegisterTopicRequestHeader(topic="Nowhere")
+    assert (
+        server.send(RequestCode.REGISTER_TOPIC_IN_NAMESRV, header, unknown.to_json()).code
+        == ResponseCode.SUCCESS
+    )
+    assert server.route("Nowhere").code == ResponseCode.TOPIC_NOT_EXIST
+    # 4.9.8 has no such request.
+    old = Server(APACHE_4_9_8).send(RequestCode.REGISTER_TOPIC_IN_NAMESRV, header, unknown.to_json())
+    assert old.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+
+def test_cached_routes_follow_kv_and_setting_changes_made_outside_requests() -> None:
+    server = Server()
+    server.register("TopicA", "TopicB")
+    assert TopicRouteData.from_json(server.route("TopicA").body).order_topic_conf is None
+    server.processor.kv.put("ORDER_TOPIC_CONFIG", "TopicA", "broker-a:4")
+    server.config.order_message_enable = True
+    assert TopicRouteData.from_json(server.route("TopicA").body).order_topic_conf == "broker-a:4"
+    server.processor.kv.put("ORDER_TOPIC_CONFIG", "TopicA", "broker-a:8")
+    assert TopicRouteData.from_json(server.route("TopicA").body).order_topic_conf == "broker-a:8"
