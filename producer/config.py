@@ -9,9 +9,9 @@ from __future__ import annotations
 import dataclasses
 import ssl as ssl_module
 
-from producer._pending_wire import AUTO_CREATE_TOPIC_KEY
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.command import DEFAULT_VERSION
+from rocketmq_wire.topics import AUTO_CREATE_TOPIC
 
 #: ``DefaultMQProducer.maxMessageSize``: 4 MiB.
 DEFAULT_MAX_MESSAGE_SIZE = 4 * 1024 * 1024
@@ -45,7 +45,7 @@ class ProducerConfig:
     #: ``sendLatencyFaultEnable``: avoid brokers that were slow or failing, per the latency table.
     send_latency_fault_enable: bool = False
     #: ``createTopicKey`` and ``defaultTopicQueueNums``: how unknown topics are auto-created by brokers.
-    create_topic_key: str = AUTO_CREATE_TOPIC_KEY
+    create_topic_key: str = AUTO_CREATE_TOPIC
     default_topic_queue_nums: int = 4
     #: ``unitMode`` header flag.
     unit_mode: bool = False

@@ -10,13 +10,13 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from producer._pending_wire import CLIENT_INNER_PRODUCER_GROUP
 from producer.rpc import ProducerRpc
 from rocketmq_wire.bodies.heartbeat import HeartbeatData, ProducerData
 from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.consumer import HeartbeatRequestHeader, UnregisterClientRequestHeader
 from rocketmq_wire.javahash import ExtFields
+from rocketmq_wire.topics import CLIENT_INNER_PRODUCER_GROUP
 from rocketmq_wire.transport import RemotingError
 
 logger = logging.getLogger("producer.heartbeat")

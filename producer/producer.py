@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from producer._pending_wire import without_namespace, wrap_namespace
 from producer.config import ProducerConfig
 from producer.errors import (
     BrokerError,
@@ -51,6 +50,7 @@ from producer.timers import run_periodically
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.message import Message, PropertiesFlavour, UniqueIdGenerator
+from rocketmq_wire.topics import without_namespace, wrap_namespace
 from rocketmq_wire.transport import Connection, RemotingClient, RemotingError
 
 logger = logging.getLogger("producer")

@@ -14,11 +14,11 @@ import logging
 import random
 from collections.abc import Callable, Iterable
 
-from producer._pending_wire import is_writeable
 from producer.errors import NoRouteError
 from producer.namesrv import NameServerClient
 from producer.result import MessageQueue
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
+from rocketmq_wire.perm import is_writeable
 
 logger = logging.getLogger("producer.routes")
 

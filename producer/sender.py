@@ -14,15 +14,6 @@ import re
 import time
 from collections.abc import Iterable, Mapping, Sequence
 
-from producer._pending_wire import (
-    DEFAULT_PRODUCER_GROUP,
-    DEFAULT_TRACE_REGION_ID,
-    GROUP_MAX_LENGTH,
-    NOT_ALLOWED_SEND_TOPICS,
-    RETRY_GROUP_TOPIC_PREFIX,
-    TOPIC_MAX_LENGTH,
-    VALID_NAME_PATTERN,
-)
 from producer.errors import BrokerError, MessageTooLargeError, MessageValidationError
 from producer.result import MessageQueue, SendResult, SendStatus
 from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
@@ -40,6 +31,15 @@ from rocketmq_wire.message import (
     sysflag,
 )
 from rocketmq_wire.message import const as props
+from rocketmq_wire.topics import (
+    DEFAULT_PRODUCER_GROUP,
+    DEFAULT_REGION,
+    GROUP_MAX_LENGTH,
+    NOT_ALLOWED_SEND_TOPICS,
+    RETRY_GROUP_TOPIC_PREFIX,
+    TOPIC_MAX_LENGTH,
+    VALID_NAME_PATTERN,
+)
 
 _VALID_NAME = re.compile(VALID_NAME_PATTERN)
 _V5_0_0 = MQVersion.NAMES.index("V5_0_0")
@@ -278,6 +278,6 @@ def parse_send_response(
         ),
         queue_offset=header.queue_offset if header.queue_offset is not None else -1,
         transaction_id=header.transaction_id,
-        region_id=fields.get(props.MSG_REGION) or DEFAULT_TRACE_REGION_ID,
+        region_id=fields.get(props.MSG_REGION) or DEFAULT_REGION,
         trace_on=fields.get(props.TRACE_ON) != "false",
     )

@@ -15,7 +15,6 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
-from producer._pending_wire import without_namespace
 from producer.errors import ProducerError
 from producer.producer import Producer, ServerRequestHandler
 from producer.result import LocalTransactionState, SendResult, SendStatus, TransactionSendResult
@@ -29,6 +28,7 @@ from rocketmq_wire.headers.transaction import (
 )
 from rocketmq_wire.message import Message, MessageExt, decode_message, decode_offset_msg_id
 from rocketmq_wire.message import const as props
+from rocketmq_wire.topics import without_namespace
 from rocketmq_wire.transport import Connection
 
 logger = logging.getLogger("producer.transaction")

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from producer import Message, ProducerConfig
-from producer._pending_wire import without_namespace, wrap_namespace
 from rocketmq_wire import acl
 from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.topics import without_namespace, wrap_namespace
 from tests.unit.producer_fakes import Cluster
 
 TOPIC = "SecureTopic"
