@@ -41,6 +41,13 @@ class Message:
     flag: int = 0
 
     def __post_init__(self) -> None:
+        # Java's setKeys(String) and a str body are common: take them whole instead of per character.
+        raw_keys: object = self.keys
+        if isinstance(raw_keys, str):
+            self.keys = [key for key in raw_keys.split(const.KEY_SEPARATOR) if key]
+        raw_body: object = self.body
+        if isinstance(raw_body, str):
+            self.body = raw_body.encode("utf-8")
         for name, value in self.properties.items():
             validate_user_property(name, value)
         for key in self.keys:

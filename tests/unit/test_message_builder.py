@@ -107,3 +107,12 @@ def test_to_batch_entry_carries_flag_body_and_properties() -> None:
     )
     assert (entry.body, entry.flag) == (b"payload", 3)
     assert entry.properties == {const.TAGS: "B", const.WAIT: "true", const.UNIQ_KEY: "U"}
+
+
+def test_string_keys_and_body_are_taken_whole() -> None:
+    from rocketmq_wire.message import Message as _Message
+
+    msg = _Message("T", "héllo", keys="order-1 order-2")  # type: ignore[arg-type]
+    assert msg.keys == ["order-1", "order-2"]
+    assert msg.body == "héllo".encode()
+    assert msg.build_properties()["KEYS"] == "order-1 order-2"
