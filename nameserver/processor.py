@@ -13,7 +13,6 @@ from collections.abc import Callable, Hashable
 
 from nameserver.config import PATH_SETTINGS, NamesrvConfig, parse_properties
 from nameserver.kvconfig import NAMESPACE_ORDER_TOPIC_CONFIG, KVConfigManager
-from nameserver.pending_wire import BrokerHeartbeatRequestHeader, RegisterTopicRequestHeader
 from nameserver.profile import DEFAULT_PROFILE, ApacheProfile
 from nameserver.route_table import RouteInfoManager, same_data_version
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
@@ -27,6 +26,7 @@ from rocketmq_wire.bodies.topic_config import (
 from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers import BrokerHeartbeatRequestHeader, RegisterTopicRequestHeader
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.headers.namesrv import (
     AddWritePermOfBrokerRequestHeader,

@@ -16,7 +16,6 @@ import logging
 from collections.abc import Hashable, Iterable
 
 from nameserver.config import BROKER_CHANNEL_EXPIRED_MS, NamesrvConfig
-from nameserver.pending_wire import PERM_READ, PERM_WRITE, has_unit_flag, has_unit_sub_flag
 from nameserver.profile import DEFAULT_PROFILE, ApacheProfile
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.java_collections import (
@@ -37,6 +36,7 @@ from rocketmq_wire.bodies.topic_config import (
     TopicConfigSerializeWrapper,
     TopicList,
 )
+from rocketmq_wire.perm import PERM_READ, PERM_WRITE, has_unit_flag, has_unit_sub_flag
 
 logger = logging.getLogger("nameserver.routes")
 

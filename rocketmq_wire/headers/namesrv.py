@@ -166,3 +166,29 @@ class GetTopicsByClusterRequestHeader(RpcRequestHeader):
     REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.GET_TOPICS_BY_CLUSTER,)
 
     cluster: str | None = jstr("cluster", required=True)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class BrokerHeartbeatRequestHeader(CommandHeader):
+    """BROKER_HEARTBEAT (5.x): a broker in acting-master or controller mode refreshing its liveness."""
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.BROKER_HEARTBEAT,)
+
+    cluster_name: str | None = jstr("clusterName", required=True)
+    broker_addr: str | None = jstr("brokerAddr", required=True)
+    broker_name: str | None = jstr("brokerName", required=True)
+    broker_id: int | None = jint("brokerId")
+    epoch: int | None = jint("epoch")
+    max_offset: int | None = jint("maxOffset")
+    confirm_offset: int | None = jint("confirmOffset")
+    heartbeat_timeout_mills: int | None = jint("heartbeatTimeoutMills")
+    election_priority: int | None = jint("electionPriority")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class RegisterTopicRequestHeader(TopicRequestHeader):
+    """REGISTER_TOPIC_IN_NAMESRV (5.x): add queues to a topic's route; the queues come as route data body."""
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.REGISTER_TOPIC_IN_NAMESRV,)
+
+    topic: str | None = jstr("topic", required=True)

@@ -8,7 +8,6 @@ import pytest
 
 from nameserver.config import NamesrvConfig, parse_properties
 from nameserver.kvconfig import KVConfigManager
-from nameserver.pending_wire import RegisterTopicRequestHeader
 from nameserver.processor import NamesrvProcessor
 from nameserver.profile import APACHE_4_9_8, APACHE_5_3_3, ApacheProfile
 from nameserver.route_table import RouteInfoManager
@@ -19,6 +18,7 @@ from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
 from rocketmq_wire.bodies.route import QueueData, TopicRouteData
 from rocketmq_wire.bodies.topic_config import DataVersion, TopicConfig, TopicConfigSerializeWrapper, TopicList
 from rocketmq_wire.codes import MQVersion
+from rocketmq_wire.headers import RegisterTopicRequestHeader
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.headers.namesrv import (
     AddWritePermOfBrokerRequestHeader,
