@@ -6,7 +6,7 @@ fastjson's exact text. What shows on the wire:
 
 * beans (:class:`Bean`) come out with their properties sorted by name (fastjson's default ``SortField``)
   and null properties left out; maps keep whatever order the caller gives (the body layer computes the
-  Java ``HashMap`` order);
+  Java ``HashMap`` order) and drop null-valued entries; lists keep their nulls;
 * map keys that are not strings are written bare: ``{0:"127.0.0.1:10911"}``, or a whole object as a key;
 * strings escape the C0 controls (``\\b \\t \\n \\f \\r`` short, others ``\\u00XX`` upper-case), ``"``,
   ``\\``, the C1 range U+007F..U+009F and U+2028/U+2029; everything else, non-ASCII included, is raw
@@ -274,6 +274,8 @@ class _Writer:
         out.append("{")
         first = True
         for key, item in items:
+            if item is None:
+                continue  # no WriteMapNullValue: fastjson drops null-valued entries
             if not first:
                 out.append(",")
             first = False

@@ -137,9 +137,9 @@ def test_bean_properties_sorted_by_name_and_nulls_omitted() -> None:
     assert dumps(bean) == '{"Zed":true,"brokerName":"b","queueId":0,"topic":"T"}'
 
 
-def test_map_keeps_given_order_and_writes_integer_keys_bare() -> None:
+def test_map_keeps_given_order_writes_integer_keys_bare_and_drops_null_values() -> None:
     assert dumps({2: "b", 0: "a"}) == '{2:"b",0:"a"}'
-    assert dumps({"z": None, "a": []}) == '{"z":null,"a":[]}'
+    assert dumps({"z": None, "a": [None]}) == '{"a":[null]}'
 
 
 def test_bean_as_map_key_written_as_object() -> None:
@@ -257,7 +257,16 @@ _values = st.recursive(
 @settings(max_examples=300)
 @given(_values)
 def test_write_then_read_gives_back_the_value(value: Any) -> None:
-    assert loads(dump_bytes(value)) == value
+    assert loads(dump_bytes(value)) == _without_null_entries(value)
+
+
+def _without_null_entries(value: Any) -> Any:
+    """What survives writing: map entries with a null value are dropped, list nulls stay."""
+    if isinstance(value, dict):
+        return {k: _without_null_entries(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_without_null_entries(v) for v in value]
+    return value
 
 
 @settings(max_examples=300)
