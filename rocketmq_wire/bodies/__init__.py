@@ -28,6 +28,12 @@ from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
+from rocketmq_wire.bodies.registry import (
+    REQUEST_BODY_TYPES,
+    RESPONSE_BODY_TYPES,
+    decode_request_body,
+    decode_response_body,
+)
 from rocketmq_wire.bodies.route import BrokerData, QueueData, TopicRouteData
 from rocketmq_wire.bodies.static_topic import (
     LogicQueueMappingItem,
@@ -45,6 +51,8 @@ from rocketmq_wire.bodies.topic_config import (
 )
 
 __all__ = [
+    "REQUEST_BODY_TYPES",
+    "RESPONSE_BODY_TYPES",
     "BrokerData",
     "ClusterInfo",
     "Connection",
@@ -84,4 +92,6 @@ __all__ = [
     "TopicRouteData",
     "TopicStatsTable",
     "UnlockBatchRequestBody",
+    "decode_request_body",
+    "decode_response_body",
 ]

@@ -41,6 +41,7 @@ from rocketmq_wire.bodies import (
     TopicStatsTable,
 )
 from rocketmq_wire.bodies.consumer import Connection
+from rocketmq_wire.bodies.registry import decode_request_body, decode_response_body
 from rocketmq_wire.bodies.static_topic import LogicQueueMappingItem
 from rocketmq_wire.errors import CodecError
 
@@ -623,3 +624,29 @@ def test_register_body_round_trips_in_both_forms(names: list[str]) -> None:
     assert decoded.topic_config_serialize_wrapper.topic_config_table == configs
     again = RegisterBrokerBody.decode(decoded.encode(compressed=True), compressed=True)
     assert again.topic_config_serialize_wrapper.topic_config_table == configs
+
+
+# ---------------------------------------------------------------------------------------------- registry
+
+
+def test_registry_decodes_by_request_code() -> None:
+    body = _register_body(TopicConfigSerializeWrapper)
+    compressed = decode_request_body(103, body.encode(compressed=True), {"compressed": "true"})
+    plain = decode_request_body(103, body.encode(compressed=False), {"compressed": "false"})
+    assert isinstance(compressed, RegisterBrokerBody) and isinstance(plain, RegisterBrokerBody)
+    assert plain == body
+    assert compressed.filter_server_list == ["f:1"]
+    assert decode_request_body(10, b"raw message bytes", {}) is None  # SEND_MESSAGE: not JSON
+    assert decode_request_body(34, b"", {}) is None
+
+
+def test_registry_tells_the_two_topic_config_wrappers_apart() -> None:
+    old = _register_body(TopicConfigSerializeWrapper).topic_config_serialize_wrapper
+    new = _register_body(TopicConfigAndMappingSerializeWrapper).topic_config_serialize_wrapper
+    assert type(decode_response_body(21, old.to_json())) is TopicConfigSerializeWrapper
+    assert type(decode_response_body(21, new.to_json())) is TopicConfigAndMappingSerializeWrapper
+    assert decode_response_body(21, new.to_json()) == new
+    assert isinstance(decode_response_body(105, _route().to_json()), TopicRouteData)
+    assert decode_response_body(9999, b"{}") is None
+    with pytest.raises(CodecError):
+        decode_response_body(106, b"{broken")

@@ -17,54 +17,23 @@ import pytest
 
 from rocketmq_wire import fastjson
 from rocketmq_wire.bodies import (
-    ClusterInfo,
-    ConsumeStats,
-    DataVersion,
-    GetConsumerListByGroupResponseBody,
-    GroupList,
     HeartbeatData,
     JavaMap,
     JavaSet,
     JsonBody,
-    KVTable,
-    LockBatchRequestBody,
-    LockBatchResponseBody,
     RegisterBrokerBody,
-    TopicConfigAndQueueMapping,
-    TopicList,
     TopicRouteData,
-    TopicStatsTable,
-    UnlockBatchRequestBody,
 )
 from rocketmq_wire.bodies.java_collections import fits_table, string_hash
+from rocketmq_wire.bodies.registry import (
+    REQUEST_BODY_TYPES,
+    RESPONSE_BODY_TYPES,
+    decode_request_body,
+    decode_response_body,
+)
 from rocketmq_wire.codes import MQVersion, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from tests.golden import CAPTURES, GOLDEN_DIR, GoldenFrame, load_golden, request_of
-
-# Request bodies by request code.
-REQUEST_BODIES: dict[int, type[JsonBody]] = {
-    34: HeartbeatData,  # HEART_BEAT
-    41: LockBatchRequestBody,  # LOCK_BATCH_MQ
-    42: UnlockBatchRequestBody,  # UNLOCK_BATCH_MQ
-    103: RegisterBrokerBody,  # REGISTER_BROKER
-    322: DataVersion,  # QUERY_DATA_VERSION
-}
-# Successful response bodies by the code of the request they answer.
-RESPONSE_BODIES: dict[int, type[JsonBody]] = {
-    28: KVTable,  # GET_BROKER_RUNTIME_INFO
-    38: GetConsumerListByGroupResponseBody,  # GET_CONSUMER_LIST_BY_GROUP
-    41: LockBatchResponseBody,  # LOCK_BATCH_MQ
-    103: KVTable,  # REGISTER_BROKER: the ORDER_TOPIC_CONFIG namespace
-    105: TopicRouteData,  # GET_ROUTEINFO_BY_TOPIC
-    106: ClusterInfo,  # GET_BROKER_CLUSTER_INFO
-    202: TopicStatsTable,  # GET_TOPIC_STATS_INFO
-    206: TopicList,  # GET_ALL_TOPIC_LIST_FROM_NAMESERVER
-    208: ConsumeStats,  # GET_CONSUME_STATS
-    219: KVTable,  # GET_KVLIST_BY_NAMESPACE
-    224: TopicList,  # GET_TOPICS_BY_CLUSTER
-    300: GroupList,  # QUERY_TOPIC_CONSUME_BY_WHO
-    351: TopicConfigAndQueueMapping,  # GET_TOPIC_CONFIG
-}
 
 _V4_9_4 = MQVersion.value_of("V4_9_4")
 
@@ -82,9 +51,15 @@ class BodyCase:
         return f"{self.frame.id}-{self.body_type.__name__}"
 
     def parse(self) -> JsonBody:
-        if self.body_type is RegisterBrokerBody:
-            return RegisterBrokerBody.decode(self.frame.body, compressed=self.compressed)
-        return self.body_type.from_json(self.frame.body)
+        if self.frame.kind == "response":
+            request = request_of(self.frame)
+            assert request is not None
+            body = decode_response_body(request.code, self.frame.body)
+        else:
+            fields = RemotingCommand.decode(self.frame.frame).fields()
+            body = decode_request_body(self.frame.code, self.frame.body, fields)
+        assert isinstance(body, self.body_type)
+        return body
 
     def write(self, body: JsonBody) -> bytes:
         if isinstance(body, RegisterBrokerBody):
@@ -99,16 +74,16 @@ def _case(frame: GoldenFrame) -> BodyCase | None:
         return None
     if frame.kind == "response":
         request = request_of(frame)
-        if request is None or request.code not in RESPONSE_BODIES:
+        if request is None or request.code not in RESPONSE_BODY_TYPES:
             return None
         if RemotingCommand.decode(frame.frame).code != ResponseCode.SUCCESS:
             return None
         standard = RemotingCommand.decode(request.frame).version >= _V4_9_4
-        return BodyCase(frame, RESPONSE_BODIES[request.code], standard_json=standard)
-    if frame.code not in REQUEST_BODIES:
+        return BodyCase(frame, RESPONSE_BODY_TYPES[request.code], standard_json=standard)
+    if frame.code not in REQUEST_BODY_TYPES:
         return None
     compressed = RemotingCommand.decode(frame.frame).fields().get("compressed") == "true"
-    return BodyCase(frame, REQUEST_BODIES[frame.code], compressed=compressed)
+    return BodyCase(frame, REQUEST_BODY_TYPES[frame.code], compressed=compressed)
 
 
 def _golden_present() -> bool:
