@@ -58,6 +58,7 @@ class ScheduleMessageService:
         self._offsets: dict[int, int] = {}
         self._dirty = False
         self._events = {level: asyncio.Event() for level in range(1, len(self.levels_ms) + 1)}
+        self._locks = {level: asyncio.Lock() for level in self._events}
         self._tasks: list[asyncio.Task[None]] = []
         #: Called after each delivery with (level, delivered message); tests and stats listen here.
         self.delivered: list[Callable[[int, MessageExt], Awaitable[None] | None]] = []
@@ -132,48 +133,68 @@ class ScheduleMessageService:
 
     async def _run_level(self, level: int) -> None:
         event = self._events[level]
-        delay = self.levels_ms[level - 1]
-        queue_id = level - 1
-        store = self._messages.store
         while True:
             event.clear()
-            offset = self._offsets.get(level, 0)
-            result = store.get_messages(topics.SCHEDULE_TOPIC, queue_id, offset, 32)
-            if result.status is not GetMessageStatus.FOUND:
-                if offset > result.max_offset:
-                    # The queue is shorter than our progress (a store wiped or replaced): start over from
-                    # its end rather than wait for offsets that will never be reached again.
-                    log.warning(
-                        "delay level %d: offset %d is past the queue end %d", level, offset, result.max_offset
-                    )
-                    self._offsets[level] = result.max_offset
-                    self._dirty = True
-                elif result.next_begin_offset > offset:
-                    self._advance(level, result.next_begin_offset)
-                else:
-                    await event.wait()
-                continue
-            for data, queue_offset in zip(result.messages, result.queue_offsets, strict=True):
-                try:
-                    message, _ = decode_message(data, 0, decompress_body=False)
-                except CodecError:
-                    log.exception(
-                        "skipping an unreadable message at %s/%d offset %d",
-                        topics.SCHEDULE_TOPIC,
-                        queue_id,
-                        queue_offset,
-                    )
+            wait_ms = await self._deliver_due(level)
+            if wait_ms is None:
+                await event.wait()
+            else:
+                await wait_event(event, self._clock, wait_ms)
+
+    async def deliver_due(self) -> None:
+        """Deliver, now, every message whose time has come (the level tasks do this on their own; this is
+        for callers that moved a manual clock and want the effect before going on)."""
+        for level in range(1, self.max_level + 1):
+            await self._deliver_due(level)
+
+    async def _deliver_due(self, level: int) -> int | None:
+        """Deliver the due messages at the head of a level's queue.
+
+        Returns the milliseconds until the next one is due, or ``None`` when the queue has none waiting.
+        """
+        async with self._locks[level]:
+            delay = self.levels_ms[level - 1]
+            queue_id = level - 1
+            store = self._messages.store
+            while True:
+                offset = self._offsets.get(level, 0)
+                result = store.get_messages(topics.SCHEDULE_TOPIC, queue_id, offset, 32)
+                if result.status is not GetMessageStatus.FOUND:
+                    if offset > result.max_offset:
+                        # The queue is shorter than our progress (a store wiped or replaced): start over
+                        # from its end rather than wait for offsets that will never be reached again.
+                        log.warning(
+                            "delay level %d: offset %d is past the queue end %d",
+                            level,
+                            offset,
+                            result.max_offset,
+                        )
+                        self._offsets[level] = result.max_offset
+                        self._dirty = True
+                        continue
+                    if result.next_begin_offset > offset:
+                        self._advance(level, result.next_begin_offset)
+                        continue
+                    return None
+                for data, queue_offset in zip(result.messages, result.queue_offsets, strict=True):
+                    try:
+                        message, _ = decode_message(data, 0, decompress_body=False)
+                    except CodecError:
+                        log.exception(
+                            "skipping an unreadable message at %s/%d offset %d",
+                            topics.SCHEDULE_TOPIC,
+                            queue_id,
+                            queue_offset,
+                        )
+                        self._advance(level, queue_offset + 1)
+                        continue
+                    due = message.store_timestamp + delay
+                    now = self._clock.now_ms()
+                    if due > now:
+                        return due - now
+                    if not await self._deliver(level, message):
+                        return RETRY_AFTER_FAILURE_MS
                     self._advance(level, queue_offset + 1)
-                    continue
-                due = message.store_timestamp + delay
-                now = self._clock.now_ms()
-                if due > now:
-                    await wait_event(event, self._clock, due - now)
-                    break
-                if not await self._deliver(level, message):
-                    await self._clock.sleep_ms(RETRY_AFTER_FAILURE_MS)
-                    break
-                self._advance(level, queue_offset + 1)
 
     def _advance(self, level: int, offset: int) -> None:
         if offset > self._offsets.get(level, 0):

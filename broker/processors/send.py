@@ -195,8 +195,12 @@ class SendMessageProcessor:
         if not properties.get(const.UNIQ_KEY):
             properties[const.UNIQ_KEY] = broker.unique_ids.next_id()
         properties[const.CLUSTER] = config.broker_cluster_name
-        # A stored message does not keep WAIT (it only matters while storing); Apache drops it the same way.
+        # A stored message does not keep WAIT (it only matters while storing); Apache drops it the same way,
+        # by taking it out of the map and putting it back afterwards -- at the end of the map, which decides
+        # where it lands when a half or delayed message is written from the map later.
         stored_props = {name: value for name, value in properties.items() if name != const.WAIT}
+        if const.WAIT in properties:
+            properties[const.WAIT] = properties.pop(const.WAIT)
 
         message = MessageExt(
             topic=topic,
