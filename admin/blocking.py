@@ -1,0 +1,222 @@
+"""The admin client for code that is not async: :class:`~admin.Admin` on its own loop in a thread.
+
+Same construction arguments, same methods, same results and errors; each call blocks until the answer is
+in. The loop thread is the producer's (:class:`producer.blocking.LoopThread`), so a blocking admin works
+whether or not the caller runs a loop of its own.
+"""
+
+from __future__ import annotations
+
+import ssl as ssl_module
+import threading
+from collections.abc import Coroutine, Sequence
+from types import TracebackType
+from typing import Any, Self, TypeVar
+
+from admin._pending_wire import LONG_MAX, TOOLS_CONSUMER_GROUP
+from admin.admin import DEFAULT_TIMEOUT_MS, Admin
+from admin.errors import AdminError
+from admin.models import (
+    BrokerAddress,
+    ClientConnection,
+    ConsumerConnections,
+    ConsumerProgress,
+    OffsetReset,
+    PullResult,
+    TopicDeleted,
+    TopicStatus,
+)
+from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
+from producer.blocking import LoopThread
+from rocketmq_wire.bodies import ClusterInfo, TopicRouteData
+from rocketmq_wire.message import MessageExt
+
+T = TypeVar("T")
+
+
+class BlockingAdmin:
+    """:class:`~admin.Admin` with blocking methods: ``with BlockingAdmin("ns:9876") as admin: ...``."""
+
+    def __init__(
+        self,
+        namesrv: str | Sequence[str],
+        *,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        security_token: str | None = None,
+        timeout_ms: float = DEFAULT_TIMEOUT_MS,
+        ssl: ssl_module.SSLContext | None = None,
+    ) -> None:
+        self._admin = Admin(
+            namesrv,
+            access_key=access_key,
+            secret_key=secret_key,
+            security_token=security_token,
+            timeout_ms=timeout_ms,
+            ssl=ssl,
+        )
+        self._thread: LoopThread | None = None
+        self._lock = threading.Lock()
+
+    @property
+    def admin(self) -> Admin:
+        """The asyncio client underneath (use it only from its own loop)."""
+        return self._admin
+
+    def __enter__(self) -> Self:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def start(self) -> None:
+        with self._lock:
+            if self._thread is not None:
+                raise AdminError("the admin client was already started")
+            self._thread = LoopThread("rocketmq-admin")
+        try:
+            self._thread.run(self._admin.start())
+        except BaseException:
+            self._thread.stop()
+            raise
+
+    def close(self) -> None:
+        """Close the connections and stop the thread; idempotent."""
+        with self._lock:
+            thread, self._thread = self._thread, None
+        if thread is None:
+            return
+        try:
+            thread.run(self._admin.close())
+        finally:
+            thread.stop()
+
+    def _run(self, coro: Coroutine[Any, Any, T]) -> T:
+        thread = self._thread
+        if thread is None:
+            coro.close()
+            raise AdminError("the admin client is not started (use `with BlockingAdmin(...)` or start())")
+        return thread.run(coro)
+
+    # -- NameServer ------------------------------------------------------------------------------------
+
+    def cluster_info(self) -> ClusterInfo:
+        return self._run(self._admin.cluster_info())
+
+    def brokers(self, cluster_name: str | None = None, *, masters_only: bool = False) -> list[BrokerAddress]:
+        return self._run(self._admin.brokers(cluster_name, masters_only=masters_only))
+
+    def topic_route(self, topic: str) -> TopicRouteData:
+        return self._run(self._admin.topic_route(topic))
+
+    def topic_list(self) -> list[str]:
+        return self._run(self._admin.topic_list())
+
+    def kv_get(self, namespace: str, key: str) -> str | None:
+        return self._run(self._admin.kv_get(namespace, key))
+
+    def kv_list(self, namespace: str) -> dict[str, str]:
+        return self._run(self._admin.kv_list(namespace))
+
+    def kv_put(self, namespace: str, key: str, value: str) -> list[str]:
+        return self._run(self._admin.kv_put(namespace, key, value))
+
+    def kv_delete(self, namespace: str, key: str) -> list[str]:
+        return self._run(self._admin.kv_delete(namespace, key))
+
+    # -- topics ----------------------------------------------------------------------------------------
+
+    def create_topic(
+        self,
+        topic: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        read_queue_nums: int = DEFAULT_QUEUE_NUMS,
+        write_queue_nums: int = DEFAULT_QUEUE_NUMS,
+        perm: int = DEFAULT_PERM,
+        order: bool = False,
+    ) -> list[str]:
+        return self._run(
+            self._admin.create_topic(
+                topic,
+                cluster=cluster,
+                broker_addr=broker_addr,
+                read_queue_nums=read_queue_nums,
+                write_queue_nums=write_queue_nums,
+                perm=perm,
+                order=order,
+            )
+        )
+
+    def delete_topic(self, topic: str, *, cluster: str | None = None) -> TopicDeleted:
+        return self._run(self._admin.delete_topic(topic, cluster=cluster))
+
+    def topic_status(self, topic: str) -> TopicStatus:
+        return self._run(self._admin.topic_status(topic))
+
+    # -- brokers ---------------------------------------------------------------------------------------
+
+    def broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
+        return self._run(self._admin.broker_runtime_stats(broker_addr))
+
+    def broker_config(self, broker_addr: str) -> dict[str, str]:
+        return self._run(self._admin.broker_config(broker_addr))
+
+    # -- groups ----------------------------------------------------------------------------------------
+
+    def consumer_progress(self, group: str, topic: str | None = None) -> ConsumerProgress:
+        return self._run(self._admin.consumer_progress(group, topic))
+
+    def consumer_connections(self, group: str) -> ConsumerConnections:
+        return self._run(self._admin.consumer_connections(group))
+
+    def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
+        return self._run(self._admin.producer_connections(group, topic))
+
+    def update_consumer_offset(
+        self, group: str, topic: str, queue_id: int, offset: int, *, broker_name: str | None = None
+    ) -> str:
+        return self._run(
+            self._admin.update_consumer_offset(group, topic, queue_id, offset, broker_name=broker_name)
+        )
+
+    def reset_offset_by_time(
+        self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+    ) -> list[OffsetReset]:
+        return self._run(self._admin.reset_offset_by_time(group, topic, timestamp_ms, force=force))
+
+    # -- messages --------------------------------------------------------------------------------------
+
+    def view_message(self, offset_msg_id: str, topic: str | None = None) -> MessageExt:
+        return self._run(self._admin.view_message(offset_msg_id, topic))
+
+    def get_message(self, msg_id: str, topic: str | None = None) -> MessageExt:
+        return self._run(self._admin.get_message(msg_id, topic))
+
+    def query_by_key(
+        self, topic: str, key: str, *, max_num: int | None = None, begin_ms: int = 0, end_ms: int = LONG_MAX
+    ) -> list[MessageExt]:
+        return self._run(
+            self._admin.query_by_key(topic, key, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms)
+        )
+
+    def query_by_unique_key(self, topic: str, unique_key: str) -> list[MessageExt]:
+        return self._run(self._admin.query_by_unique_key(topic, unique_key))
+
+    def pull(
+        self,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        *,
+        broker_name: str | None = None,
+        max_nums: int = 32,
+        group: str = TOOLS_CONSUMER_GROUP,
+    ) -> PullResult:
+        return self._run(
+            self._admin.pull(topic, queue_id, offset, broker_name=broker_name, max_nums=max_nums, group=group)
+        )

@@ -1,0 +1,33 @@
+"""One broker's own view of itself: runtime figures (GET_BROKER_RUNTIME_INFO) and settings
+(GET_BROKER_CONFIG), what ``mqadmin brokerStatus`` and ``getBrokerConfig`` print."""
+
+from __future__ import annotations
+
+from admin._pending_wire import parse_properties_text
+from admin.errors import AdminError
+from admin.rpc import AdminRpc, check
+from rocketmq_wire.bodies import KVTable
+from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.errors import CodecError
+
+
+async def runtime_stats(rpc: AdminRpc, broker_addr: str) -> dict[str, str]:
+    """The broker's runtime table (``putTps``, ``commitLogMaxOffset``, ``brokerVersionDesc`` ...)."""
+    response = await rpc.server(broker_addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
+    check(response, "runtime info", broker_addr)
+    try:
+        return dict(KVTable.from_json(response.body).table)
+    except CodecError as exc:
+        raise AdminError(f"unreadable runtime info from {broker_addr}: {exc}") from exc
+
+
+async def broker_config(rpc: AdminRpc, broker_addr: str) -> dict[str, str]:
+    """The broker's settings under their Java names, in the order the broker sent them."""
+    response = await rpc.server(broker_addr, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG))
+    check(response, "broker config", broker_addr)
+    try:
+        text = response.body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise AdminError(f"the broker config from {broker_addr} is not UTF-8 text") from exc
+    return parse_properties_text(text)

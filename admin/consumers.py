@@ -1,0 +1,300 @@
+"""Consumer and producer groups: progress, connections, and moving a group's offsets.
+
+Which brokers know a consumer group? mqadmin asks the route of the group's retry topic (every broker a
+member ever pulled from has one). A group that never came online has no retry topic, so this falls back to
+the topic in question and then to every master, rather than failing the way mqadmin 4.9 does.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from admin._pending_wire import ProducerConnection
+from admin.cluster import cluster_brokers, preferred_addr, topic_route
+from admin.errors import AdminError, ConsumerNotOnlineError
+from admin.models import (
+    ClientConnection,
+    ConsumerConnections,
+    ConsumerProgress,
+    OffsetReset,
+    QueueProgress,
+    ResetMethod,
+)
+from admin.rpc import AdminRpc, check
+from rocketmq_wire.bodies import ConsumerConnection, ConsumeStats, ResetOffsetBody, TopicStatsTable
+from rocketmq_wire.bodies.consumer import Connection
+from rocketmq_wire.bodies.route import TopicRouteData
+from rocketmq_wire.codes import RequestCode, ResponseCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.consumer import (
+    GetConsumerConnectionListRequestHeader,
+    GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
+)
+from rocketmq_wire.headers.offset import (
+    GetMaxOffsetRequestHeader,
+    GetMaxOffsetResponseHeader,
+    ResetOffsetRequestHeader,
+    SearchOffsetRequestHeader,
+    SearchOffsetResponseHeader,
+    UpdateConsumerOffsetRequestHeader,
+)
+from rocketmq_wire.headers.topic import GetTopicStatsInfoRequestHeader
+from rocketmq_wire.topics import retry_topic
+
+logger = logging.getLogger("admin.consumers")
+
+#: A reset to this "timestamp" moves the group to the end of each queue (mqadmin's ``-t now`` is -1).
+RESET_TO_LATEST = -1
+
+
+async def _group_brokers(rpc: AdminRpc, group: str, topic: str | None) -> list[tuple[str, str]]:
+    """(broker name, address) of the brokers to ask about ``group``."""
+    for candidate in (retry_topic(group), topic):
+        if candidate is None:
+            continue
+        route = await rpc.route(candidate)
+        if route is not None and route.broker_datas:
+            return _route_brokers(route)
+    return [(b.broker_name, b.addr) for b in await cluster_brokers(rpc, masters_only=True)]
+
+
+def _route_brokers(route: TopicRouteData) -> list[tuple[str, str]]:
+    found: list[tuple[str, str]] = []
+    for data in sorted(route.broker_datas, key=lambda d: d.broker_name or ""):
+        addr = preferred_addr(data)
+        if addr is not None:
+            found.append((data.broker_name or "", addr))
+    return found
+
+
+async def _consume_stats(rpc: AdminRpc, addr: str, group: str, topic: str | None) -> ConsumeStats:
+    header = GetConsumeStatsRequestHeader(consumer_group=group, topic=topic)
+    response = await rpc.server(addr, RemotingCommand.request(RequestCode.GET_CONSUME_STATS, header))
+    check(response, f"consume stats of group {group!r}", addr)
+    try:
+        return ConsumeStats.from_json(response.body)
+    except CodecError as exc:
+        raise AdminError(f"unreadable consume stats from {addr}: {exc}") from exc
+
+
+async def consumer_progress(rpc: AdminRpc, group: str, topic: str | None = None) -> ConsumerProgress:
+    """Broker offset, committed offset and lag of every queue the group has progress on (of ``topic``
+    only, when given), with the totals."""
+    rows: list[QueueProgress] = []
+    tps = 0.0
+    for _name, addr in await _group_brokers(rpc, group, topic):
+        stats = await _consume_stats(rpc, addr, group, topic)
+        tps += stats.consume_tps
+        for queue, wrapper in stats.offset_table.items():
+            rows.append(
+                QueueProgress(
+                    topic=queue.topic or "",
+                    broker_name=queue.broker_name or _name,
+                    queue_id=queue.queue_id,
+                    broker_offset=wrapper.broker_offset,
+                    consumer_offset=wrapper.consumer_offset,
+                    last_timestamp_ms=wrapper.last_timestamp,
+                    lag=wrapper.broker_offset - wrapper.consumer_offset,
+                )
+            )
+    if not rows:
+        raise ConsumerNotOnlineError(
+            f"no consume progress for group {group!r}: it has no offsets on any broker (never consumed?)"
+        )
+    rows.sort(key=lambda r: (r.topic, r.broker_name, r.queue_id))
+    return ConsumerProgress(group, tuple(rows), tps, sum(r.lag for r in rows))
+
+
+def _client(connection: Connection) -> ClientConnection:
+    return ClientConnection(
+        client_id=connection.client_id or "",
+        client_addr=connection.client_addr or "",
+        language=connection.language or "",
+        version=connection.version,
+    )
+
+
+async def consumer_connections(rpc: AdminRpc, group: str) -> ConsumerConnections:
+    """The group's live members as the first broker that knows them reports them."""
+    for _name, addr in await _group_brokers(rpc, group, None):
+        header = GetConsumerConnectionListRequestHeader(consumer_group=group)
+        response = await rpc.server(
+            addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
+        )
+        if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+            continue
+        check(response, f"connections of group {group!r}", addr)
+        try:
+            body = ConsumerConnection.from_json(response.body)
+        except CodecError as exc:
+            raise AdminError(f"unreadable consumer connections from {addr}: {exc}") from exc
+        if not body.connection_set:
+            continue
+        return ConsumerConnections(
+            group=group,
+            broker_addr=addr,
+            connections=tuple(_client(c) for c in body.connection_set),
+            subscriptions={topic: data.sub_string or "*" for topic, data in body.subscription_table.items()},
+            consume_type=body.consume_type,
+            message_model=body.message_model,
+            consume_from_where=body.consume_from_where,
+        )
+    raise ConsumerNotOnlineError(f"consumer group {group!r} is not online on any broker")
+
+
+async def producer_connections(rpc: AdminRpc, group: str, topic: str) -> list[ClientConnection]:
+    """Live connections of a producer group, from the brokers of a topic it sends to (deduplicated)."""
+    seen: dict[str, ClientConnection] = {}
+    for _name, addr in _route_brokers(await topic_route(rpc, topic)):
+        header = GetProducerConnectionListRequestHeader(producer_group=group)
+        response = await rpc.server(
+            addr, RemotingCommand.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, header)
+        )
+        check(response, f"connections of producer group {group!r}", addr)
+        try:
+            body = ProducerConnection.from_json(response.body)
+        except CodecError as exc:
+            raise AdminError(f"unreadable producer connections from {addr}: {exc}") from exc
+        for connection in body.connection_set:
+            client = _client(connection)
+            seen.setdefault(client.client_id, client)
+    if not seen:
+        raise AdminError(f"producer group {group!r} is not online on the brokers of topic {topic!r}")
+    return list(seen.values())
+
+
+def _broker_of(route: TopicRouteData, topic: str, broker_name: str | None) -> tuple[str, str]:
+    brokers = _route_brokers(route)
+    if broker_name is None:
+        if len(brokers) != 1:
+            names = ", ".join(name for name, _ in brokers)
+            raise AdminError(f"topic {topic!r} is on several brokers ({names}): name the broker")
+        return brokers[0]
+    for name, addr in brokers:
+        if name == broker_name:
+            return name, addr
+    raise AdminError(f"topic {topic!r} has no queues on broker {broker_name!r}")
+
+
+async def update_consumer_offset(
+    rpc: AdminRpc, group: str, topic: str, queue_id: int, offset: int, *, broker_name: str | None = None
+) -> str:
+    """Commit ``offset`` for the group on one queue (the broker may be left out when the topic has only
+    one); returns the broker address written."""
+    _name, addr = _broker_of(await topic_route(rpc, topic), topic, broker_name)
+    await _commit(rpc, addr, group, topic, queue_id, offset)
+    return addr
+
+
+async def _commit(rpc: AdminRpc, addr: str, group: str, topic: str, queue_id: int, offset: int) -> None:
+    header = UpdateConsumerOffsetRequestHeader(
+        consumer_group=group, topic=topic, queue_id=queue_id, commit_offset=offset
+    )
+    response = await rpc.server(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header))
+    check(response, f"offset update of group {group!r}", addr)
+
+
+async def _offset_at(rpc: AdminRpc, addr: str, topic: str, queue_id: int, timestamp_ms: int) -> int:
+    if timestamp_ms == RESET_TO_LATEST:
+        header_max = GetMaxOffsetRequestHeader(topic=topic, queue_id=queue_id)
+        response = await rpc.server(addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, header_max))
+        check(response, f"max offset of {topic}:{queue_id}", addr)
+        return int(response.read_header(GetMaxOffsetResponseHeader).offset or 0)
+    header = SearchOffsetRequestHeader(topic=topic, queue_id=queue_id, timestamp=timestamp_ms)
+    response = await rpc.server(addr, RemotingCommand.request(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, header))
+    check(response, f"offset search in {topic}:{queue_id}", addr)
+    return int(response.read_header(SearchOffsetResponseHeader).offset or 0)
+
+
+async def _current_offsets(
+    rpc: AdminRpc, addr: str, broker_name: str, group: str, topic: str, read_queue_nums: int
+) -> dict[int, int]:
+    """queue id -> committed offset; a group without any starts from each queue's minimum, as in Java."""
+    stats = await _consume_stats(rpc, addr, group, topic)
+    current = {q.queue_id: w.consumer_offset for q, w in stats.offset_table.items() if q.topic == topic}
+    if current:
+        return current
+    request = RemotingCommand.request(
+        RequestCode.GET_TOPIC_STATS_INFO, GetTopicStatsInfoRequestHeader(topic=topic)
+    )
+    response = await rpc.server(addr, request)
+    check(response, f"status of topic {topic!r}", addr)
+    try:
+        table = TopicStatsTable.from_json(response.body)
+    except CodecError as exc:
+        raise AdminError(f"unreadable topic stats from {addr}: {exc}") from exc
+    minimum = {
+        q.queue_id: o.min_offset for q, o in table.offset_table.items() if q.broker_name == broker_name
+    }
+    return {queue_id: minimum.get(queue_id, 0) for queue_id in range(read_queue_nums)}
+
+
+async def _reset_directly(
+    rpc: AdminRpc,
+    addr: str,
+    broker_name: str,
+    group: str,
+    topic: str,
+    read_queue_nums: int,
+    timestamp_ms: int,
+    force: bool,
+) -> list[OffsetReset]:
+    rows: list[OffsetReset] = []
+    current = await _current_offsets(rpc, addr, broker_name, group, topic, read_queue_nums)
+    for queue_id, previous in sorted(current.items()):
+        target = await _offset_at(rpc, addr, topic, queue_id, timestamp_ms)
+        new = previous
+        if force or target <= previous:
+            await _commit(rpc, addr, group, topic, queue_id, target)
+            new = target
+        rows.append(OffsetReset(topic, broker_name, queue_id, previous, new, ResetMethod.DIRECT))
+    return rows
+
+
+async def reset_offset_by_time(
+    rpc: AdminRpc, group: str, topic: str, timestamp_ms: int, *, force: bool = True
+) -> list[OffsetReset]:
+    """Move the group's offsets on ``topic`` to the first message stored at or after ``timestamp_ms``
+    (``RESET_TO_LATEST``: to the end). Without ``force`` an offset only ever moves back.
+
+    Each broker is first asked to do it (INVOKE_BROKER_TO_RESET_OFFSET), which also tells online members
+    to drop what they hold; when the group is offline there, or the broker does not know the request, the
+    offsets are looked up and written directly -- mqadmin's ``resetOffsetByTime`` behaviour.
+    """
+    route = await topic_route(rpc, topic)
+    read_queues = {q.broker_name: q.read_queue_nums for q in route.queue_datas}
+    rows: list[OffsetReset] = []
+    for name, addr in _route_brokers(route):
+        header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
+        response = await rpc.server(
+            addr, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
+        )
+        if response.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.REQUEST_CODE_NOT_SUPPORTED):
+            logger.info(
+                "broker %s cannot reset group %s itself (code %d): writing offsets",
+                addr,
+                group,
+                response.code,
+            )
+            rows.extend(
+                await _reset_directly(
+                    rpc, addr, name, group, topic, read_queues.get(name, 0), timestamp_ms, force
+                )
+            )
+            continue
+        check(response, f"offset reset of group {group!r}", addr)
+        if not response.body:
+            continue
+        try:
+            body = ResetOffsetBody.from_json(response.body)
+        except CodecError as exc:
+            raise AdminError(f"unreadable reset answer from {addr}: {exc}") from exc
+        for queue, offset in sorted(body.offset_table.items(), key=lambda item: item[0].queue_id):
+            rows.append(
+                OffsetReset(
+                    topic, queue.broker_name or name, queue.queue_id, None, offset, ResetMethod.BROKER
+                )
+            )
+    return rows

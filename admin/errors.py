@@ -1,0 +1,52 @@
+"""Admin exceptions, split by what a caller (or the CLI) does about them.
+
+A server that answered with a failure code is a different situation from one that could not be reached,
+and "no such topic / message / online group" is usually an answer to show rather than a fault, so each has
+its own class under :class:`AdminError`.
+"""
+
+from __future__ import annotations
+
+from rocketmq_wire.codes import ResponseCode
+
+
+def _code_name(code: int) -> str:
+    try:
+        return ResponseCode(code).name
+    except ValueError:
+        return str(code)
+
+
+class AdminError(Exception):
+    """Base of every admin failure; its message is meant to be shown to a user as it is."""
+
+
+class UnreachableError(AdminError):
+    """No NameServer, or not the broker asked, answered at all (refused, timed out, connection lost)."""
+
+
+class RequestRefusedError(AdminError):
+    """A server answered a request with a failure code; ``code`` and ``remark`` are what it said."""
+
+    def __init__(self, what: str, addr: str, code: int, remark: str | None) -> None:
+        detail = f": {remark.strip()}" if remark and remark.strip() else ""
+        super().__init__(f"{what} refused by {addr} (code {code} {_code_name(code)}){detail}")
+        self.addr = addr
+        self.code = code
+        self.remark = remark
+
+
+class TopicNotFoundError(AdminError):
+    """The NameServers have no route for the topic."""
+
+    def __init__(self, topic: str) -> None:
+        super().__init__(f"no route for topic {topic!r}: the NameServers do not know it")
+        self.topic = topic
+
+
+class ConsumerNotOnlineError(AdminError):
+    """The consumer group has no live connection (or no recorded progress) on any broker asked."""
+
+
+class MessageNotFoundError(AdminError):
+    """No broker holds a message for that id or key."""
