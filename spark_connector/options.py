@@ -1,0 +1,219 @@
+"""The ``.option(...)`` settings of the sink and the source, checked once on the driver.
+
+Spark hands a data source its options as a case-insensitive map of strings. Everything is parsed here,
+before any task starts, so a typo in a number or a missing NameServer address fails the query at once with
+the option's name in the message, rather than inside every task. The parsed settings are plain frozen
+dataclasses: Spark pickles them to the executors together with the writer or reader.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Mapping
+
+from producer.namesrv import parse_namesrv_list
+from rocketmq_wire.topics import validate_group, validate_topic
+from rocketmq_wire.transport.address import parse_address
+from spark_connector.errors import OptionError
+from spark_connector.offsets import OffsetSpec, parse_offset_spec
+
+#: Producer group of the sink's producers when the ``group`` option is not given.
+DEFAULT_SINK_GROUP = "SparkRocketMQSink"
+#: Consumer group named in the source's pull requests when ``group`` is not given.
+DEFAULT_SOURCE_GROUP = "SparkRocketMQSource"
+#: The producer's own default send budget (Java's ``sendMsgTimeout``).
+DEFAULT_SEND_TIMEOUT_MS = 3000
+#: Requests (single sends or batches) a task keeps unanswered at once.
+DEFAULT_MAX_IN_FLIGHT = 64
+#: Messages per PULL_MESSAGE (Java's ``pullBatchSize`` default).
+DEFAULT_PULL_BATCH_SIZE = 32
+DEFAULT_PULL_TIMEOUT_MS = 10_000
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class ConnectionOptions:
+    """What both directions need to reach a cluster."""
+
+    namesrv: tuple[str, ...]
+    namespace: str | None = None
+    access_key: str | None = None
+    secret_key: str | None = None
+
+    @property
+    def namesrv_addr(self) -> str:
+        """Java's ``namesrvAddr`` form: addresses separated by semicolons."""
+        return ";".join(self.namesrv)
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SinkOptions:
+    """Settings of ``df.write.format("rocketmq")`` and ``df.writeStream.format("rocketmq")``."""
+
+    connection: ConnectionOptions
+    topic: str | None = None
+    group: str = DEFAULT_SINK_GROUP
+    send_timeout_ms: int = DEFAULT_SEND_TIMEOUT_MS
+    batch_size: int = 1
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    summary_path: str | None = None
+
+
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class SourceOptions:
+    """Settings of ``spark.read.format("rocketmq")`` and ``spark.readStream.format("rocketmq")``."""
+
+    connection: ConnectionOptions
+    topic: str
+    group: str = DEFAULT_SOURCE_GROUP
+    starting_offsets: OffsetSpec = "earliest"
+    ending_offsets: OffsetSpec = "latest"
+    pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
+    pull_timeout_ms: int = DEFAULT_PULL_TIMEOUT_MS
+    max_messages_per_trigger: int | None = None
+
+
+SINK_OPTION_NAMES = frozenset(
+    {
+        "namesrv",
+        "topic",
+        "group",
+        "send.timeout.ms",
+        "batch.size",
+        "max.in.flight",
+        "access.key",
+        "secret.key",
+        "namespace",
+        "summary.path",
+    }
+)
+SOURCE_OPTION_NAMES = frozenset(
+    {
+        "namesrv",
+        "topic",
+        "group",
+        "startingoffsets",
+        "endingoffsets",
+        "access.key",
+        "secret.key",
+        "namespace",
+        "pull.batch.size",
+        "pull.timeout.ms",
+        "maxmessagespertrigger",
+    }
+)
+
+
+def _lowered(options: Mapping[str, str]) -> dict[str, str]:
+    return {str(name).lower(): str(value) for name, value in options.items() if value is not None}
+
+
+def _text(options: Mapping[str, str], name: str) -> str | None:
+    value = options.get(name)
+    if value is None:
+        return None
+    value = value.strip()
+    return value or None
+
+
+def _positive_int(options: Mapping[str, str], name: str, default: int, *, at_most: int | None = None) -> int:
+    raw = _text(options, name)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise OptionError(f"option {name!r} must be a positive integer, got {raw!r}") from None
+    if value <= 0:
+        raise OptionError(f"option {name!r} must be a positive integer, got {value}")
+    if at_most is not None and value > at_most:
+        raise OptionError(f"option {name!r} must be at most {at_most}, got {value}")
+    return value
+
+
+def _connection(options: Mapping[str, str]) -> ConnectionOptions:
+    raw = _text(options, "namesrv")
+    if raw is None:
+        raise OptionError(
+            "option 'namesrv' is required: the NameServer address(es), e.g. 'host:9876;host2:9876'"
+        )
+    try:
+        addresses = parse_namesrv_list(raw)
+        for address in addresses:
+            parse_address(address)
+    except ValueError as exc:
+        raise OptionError(f"option 'namesrv' is not a list of host:port addresses: {exc}") from None
+    access_key = _text(options, "access.key")
+    secret_key = _text(options, "secret.key")
+    if (access_key is None) != (secret_key is None):
+        raise OptionError("options 'access.key' and 'secret.key' go together: give both or neither")
+    namespace = _text(options, "namespace")
+    if namespace is not None and validate_topic(namespace) is not None:
+        raise OptionError(
+            f"option 'namespace' {namespace!r} may only hold letters, digits, '_', '-', '|', '%'"
+        )
+    return ConnectionOptions(
+        namesrv=tuple(addresses), namespace=namespace, access_key=access_key, secret_key=secret_key
+    )
+
+
+def _topic(options: Mapping[str, str], *, required: bool) -> str | None:
+    topic = _text(options, "topic")
+    if topic is None:
+        if required:
+            raise OptionError("option 'topic' is required")
+        return None
+    problem = validate_topic(topic)
+    if problem is not None:
+        raise OptionError(f"option 'topic' {topic!r}: {problem[1]}")
+    return topic
+
+
+def _group(options: Mapping[str, str], default: str) -> str:
+    group = _text(options, "group") or default
+    problem = validate_group(group)
+    if problem is not None:
+        raise OptionError(f"option 'group': {problem}")
+    return group
+
+
+def unknown_options(options: Mapping[str, str], known: frozenset[str]) -> list[str]:
+    """Option names the connector does not read (Spark adds some of its own, e.g. ``path``)."""
+    return sorted(name for name in _lowered(options) if name not in known)
+
+
+def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
+    """The sink's settings; raises :class:`OptionError` naming the first unusable option."""
+    lowered = _lowered(options)
+    return SinkOptions(
+        connection=_connection(lowered),
+        topic=_topic(lowered, required=False),
+        group=_group(lowered, DEFAULT_SINK_GROUP),
+        send_timeout_ms=_positive_int(lowered, "send.timeout.ms", DEFAULT_SEND_TIMEOUT_MS),
+        batch_size=_positive_int(lowered, "batch.size", 1, at_most=10_000),
+        max_in_flight=_positive_int(lowered, "max.in.flight", DEFAULT_MAX_IN_FLIGHT, at_most=65_536),
+        summary_path=_text(lowered, "summary.path"),
+    )
+
+
+def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
+    """The source's settings; raises :class:`OptionError` naming the first unusable option."""
+    lowered = _lowered(options)
+    topic = _topic(lowered, required=True)
+    assert topic is not None
+    starting = parse_offset_spec(_text(lowered, "startingoffsets") or "earliest", "startingOffsets")
+    ending = parse_offset_spec(_text(lowered, "endingoffsets") or "latest", "endingOffsets")
+    if starting == "latest" and ending == "earliest":
+        raise OptionError("startingOffsets 'latest' with endingOffsets 'earliest' selects nothing")
+    max_per_trigger = _text(lowered, "maxmessagespertrigger")
+    return SourceOptions(
+        connection=_connection(lowered),
+        topic=topic,
+        group=_group(lowered, DEFAULT_SOURCE_GROUP),
+        starting_offsets=starting,
+        ending_offsets=ending,
+        pull_batch_size=_positive_int(lowered, "pull.batch.size", DEFAULT_PULL_BATCH_SIZE, at_most=1024),
+        pull_timeout_ms=_positive_int(lowered, "pull.timeout.ms", DEFAULT_PULL_TIMEOUT_MS),
+        max_messages_per_trigger=(
+            None if max_per_trigger is None else _positive_int(lowered, "maxmessagespertrigger", 1)
+        ),
+    )
