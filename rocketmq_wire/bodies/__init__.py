@@ -12,6 +12,8 @@ from rocketmq_wire.bodies.consumer import (
     ConsumerOffsetSerializeWrapper,
     GetConsumerListByGroupResponseBody,
     GroupList,
+    OffsetSerializeWrapper,
+    ProducerConnection,
     ResetOffsetBody,
 )
 from rocketmq_wire.bodies.heartbeat import (
@@ -27,6 +29,7 @@ from rocketmq_wire.bodies.java_collections import JavaMap, JavaSet
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
 from rocketmq_wire.bodies.registry import (
     REQUEST_BODY_TYPES,
@@ -41,6 +44,7 @@ from rocketmq_wire.bodies.static_topic import (
     TopicQueueMappingInfo,
 )
 from rocketmq_wire.bodies.stats import ConsumeStats, OffsetWrapper, TopicOffset, TopicStatsTable
+from rocketmq_wire.bodies.subscription import build_subscription
 from rocketmq_wire.bodies.topic_config import (
     DataVersion,
     TopicConfig,
@@ -75,8 +79,11 @@ __all__ = [
     "LogicQueueMappingItem",
     "MessageModel",
     "MessageQueue",
+    "OffsetSerializeWrapper",
     "OffsetWrapper",
+    "ProducerConnection",
     "ProducerData",
+    "PropertiesBody",
     "QueueData",
     "RegisterBrokerBody",
     "ResetOffsetBody",
@@ -92,6 +99,7 @@ __all__ = [
     "TopicRouteData",
     "TopicStatsTable",
     "UnlockBatchRequestBody",
+    "build_subscription",
     "decode_request_body",
     "decode_response_body",
 ]

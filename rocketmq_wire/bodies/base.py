@@ -9,8 +9,9 @@ missing key leaves the Java default. Anything else raises :class:`CodecError` na
 
 from __future__ import annotations
 
+import abc
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, ClassVar, Self, TypeVar
+from typing import Any, Self, TypeVar
 
 from rocketmq_wire import fastjson
 from rocketmq_wire.bodies.java_collections import JavaTable, map_in_java_order, set_in_java_order
@@ -22,25 +23,21 @@ _INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
 _LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
 
 
-class JsonBody:
+class JsonBody(abc.ABC):
     """A body Java sends as ``RemotingSerializable.encode()``: fastjson text in UTF-8."""
 
-    #: Extra fastjson features this body is written with (e.g. route data for newer clients).
-    BROWSER_COMPATIBLE: ClassVar[bool] = False
-    SORT_MAPS: ClassVar[bool] = False
-
+    @abc.abstractmethod
     def to_bean(self) -> fastjson.Bean:
-        raise NotImplementedError
+        """This value as the Java bean fastjson serializes (Java property names, Java collection order)."""
 
     @classmethod
+    @abc.abstractmethod
     def from_object(cls, obj: Fields) -> Self:
-        raise NotImplementedError
+        """Rebuild the value from its parsed JSON object, with Java's defaults for what is missing."""
 
     def to_json(self) -> bytes:
         """The body bytes a Java peer would send for this value."""
-        return fastjson.dump_bytes(
-            self.to_bean(), browser_compatible=self.BROWSER_COMPATIBLE, sort_maps=self.SORT_MAPS
-        )
+        return fastjson.dump_bytes(self.to_bean())
 
     @classmethod
     def from_json(cls, data: bytes | bytearray | memoryview | str) -> Self:
@@ -64,11 +61,8 @@ class Fields:
         self._obj: dict[Any, Any] = obj
         self.path = path
 
-    def raw(self, name: str) -> Any:
-        """The value under ``name``; ``None`` when absent or ``null`` (Java keeps its default then)."""
-        return self._obj.get(name)
-
     def has(self, name: str) -> bool:
+        """Whether ``name`` is present and not ``null`` (otherwise Java keeps the field's default)."""
         return self._obj.get(name) is not None
 
     def _where(self, name: str) -> str:

@@ -1,10 +1,12 @@
-"""Bodies about consumer groups: who is connected, which groups exist, where offsets stand.
+"""Bodies about client groups: who is connected, which groups exist, where offsets stand.
 
-* :class:`ConsumerConnection` answers GET_CONSUMER_CONNECTION_LIST;
+* :class:`ConsumerConnection` answers GET_CONSUMER_CONNECTION_LIST, :class:`ProducerConnection`
+  GET_PRODUCER_CONNECTION_LIST;
 * :class:`GetConsumerListByGroupResponseBody` answers GET_CONSUMER_LIST_BY_GROUP;
 * :class:`GroupList` answers QUERY_TOPIC_CONSUME_BY_WHO;
 * :class:`ResetOffsetBody` carries RESET_CONSUMER_CLIENT_OFFSET / INVOKE_BROKER_TO_RESET_OFFSET offsets;
-* :class:`ConsumerOffsetSerializeWrapper` answers GET_ALL_CONSUMER_OFFSET (and is the broker's offset file).
+* :class:`ConsumerOffsetSerializeWrapper` answers GET_ALL_CONSUMER_OFFSET (and is the broker's offset file);
+* :class:`OffsetSerializeWrapper` is a broadcasting consumer's local offset file.
 """
 
 from __future__ import annotations
@@ -229,4 +231,46 @@ class ConsumerOffsetSerializeWrapper(JsonBody):
         return cls(
             offset_table={} if entries is None else read_map(entries, string_hash, OFFSET_TABLE),
             data_version=None if version is None else DataVersion.from_object(version),
+        )
+
+
+@dataclasses.dataclass(kw_only=True)
+class ProducerConnection(JsonBody):
+    """GET_PRODUCER_CONNECTION_LIST's answer: a producer group's live connections on one broker.
+
+    ``Connection`` hashes by identity in Java, so the set is written in the order given.
+    """
+
+    connection_set: list[Connection] = dataclasses.field(default_factory=list)
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(connectionSet=[c.to_bean() for c in self.connection_set])
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        return cls(connection_set=obj.items_of("connectionSet", _connection) or [])
+
+
+#: ``LocalFileOffsetStore`` keeps a default ``ConcurrentHashMap<MessageQueue, AtomicLong>``.
+LOCAL_OFFSET_TABLE = CONCURRENT_HASH_MAP
+
+
+@dataclasses.dataclass(kw_only=True)
+class OffsetSerializeWrapper(JsonBody):
+    """A broadcasting consumer's offsets file (``LocalFileOffsetStore``): next offset, per queue."""
+
+    offset_table: dict[MessageQueue, int] = dataclasses.field(default_factory=dict)
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(
+            offsetTable=write_map(
+                self.offset_table, message_queue_hash, LOCAL_OFFSET_TABLE, write_message_queue, same
+            )
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        entries = obj.entries_of("offsetTable", read_message_queue, to_long)
+        return cls(
+            offset_table={} if entries is None else read_map(entries, message_queue_hash, LOCAL_OFFSET_TABLE)
         )

@@ -1,5 +1,8 @@
 """Which body type travels with which request code, for code that meets bodies generically.
 
+Most bodies are fastjson (:class:`JsonBody`); the configuration bodies are ``key=value`` text
+(:class:`PropertiesBody`).
+
 A body carries no type tag: what it is follows from the request code, and for a response from the code of
 the request it answers. Tools that show any frame (``rmq inspect``), and tests over captures, use these
 tables; handlers know their own body types and need not.
@@ -18,11 +21,13 @@ from rocketmq_wire.bodies.consumer import (
     ConsumerOffsetSerializeWrapper,
     GetConsumerListByGroupResponseBody,
     GroupList,
+    ProducerConnection,
     ResetOffsetBody,
 )
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
+from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.bodies.stats import ConsumeStats, TopicStatsTable
@@ -36,6 +41,8 @@ from rocketmq_wire.bodies.topic_config import (
 
 # Request codes (RequestCode.java) whose bodies live here.
 GET_ALL_TOPIC_CONFIG = 21
+UPDATE_BROKER_CONFIG = 25
+GET_BROKER_CONFIG = 26
 GET_BROKER_RUNTIME_INFO = 28
 HEART_BEAT = 34
 GET_CONSUMER_LIST_BY_GROUP = 38
@@ -55,8 +62,11 @@ INVOKE_BROKER_TO_RESET_OFFSET = 222
 GET_TOPICS_BY_CLUSTER = 224
 QUERY_TOPIC_CONSUME_BY_WHO = 300
 GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
+UPDATE_NAMESRV_CONFIG = 318
+GET_NAMESRV_CONFIG = 319
 QUERY_DATA_VERSION = 322
 GET_TOPIC_CONFIG = 351
+GET_PRODUCER_CONNECTION_LIST = 204
 
 #: Request bodies by request code.
 REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
@@ -83,6 +93,7 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         GET_BROKER_CLUSTER_INFO: ClusterInfo,
         GET_TOPIC_STATS_INFO: TopicStatsTable,
         GET_CONSUMER_CONNECTION_LIST: ConsumerConnection,
+        GET_PRODUCER_CONNECTION_LIST: ProducerConnection,
         GET_ALL_TOPIC_LIST_FROM_NAMESERVER: TopicList,
         GET_CONSUME_STATS: ConsumeStats,
         GET_KVLIST_BY_NAMESPACE: KVTable,
@@ -96,11 +107,20 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
 )
 
 
-def decode_request_body(code: int, body: bytes, fields: Mapping[str, str]) -> JsonBody | None:
-    """The typed body of a request, or ``None`` for codes without a known JSON body.
+#: Codes whose request (UPDATE_*) or response (GET_*) body is ``key=value`` text.
+PROPERTIES_REQUEST_CODES = frozenset({UPDATE_BROKER_CONFIG, UPDATE_NAMESRV_CONFIG})
+PROPERTIES_RESPONSE_CODES = frozenset({GET_BROKER_CONFIG, GET_NAMESRV_CONFIG})
+
+
+def decode_request_body(
+    code: int, body: bytes, fields: Mapping[str, str]
+) -> JsonBody | PropertiesBody | None:
+    """The typed body of a request, or ``None`` for codes without a known body type.
 
     ``fields`` are the request's ext fields: REGISTER_BROKER's ``compressed`` picks the body's form.
     """
+    if code in PROPERTIES_REQUEST_CODES and body:
+        return PropertiesBody.from_text(body)
     body_type = REQUEST_BODY_TYPES.get(code)
     if body_type is None or not body:
         return None
@@ -109,8 +129,10 @@ def decode_request_body(code: int, body: bytes, fields: Mapping[str, str]) -> Js
     return body_type.from_json(body)
 
 
-def decode_response_body(request_code: int, body: bytes) -> JsonBody | None:
+def decode_response_body(request_code: int, body: bytes) -> JsonBody | PropertiesBody | None:
     """The typed body of a successful response to ``request_code``, or ``None`` if unknown or empty."""
+    if request_code in PROPERTIES_RESPONSE_CODES and body:
+        return PropertiesBody.from_text(body)
     body_type = RESPONSE_BODY_TYPES.get(request_code)
     if body_type is None or not body:
         return None

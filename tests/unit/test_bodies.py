@@ -40,9 +40,11 @@ from rocketmq_wire.bodies import (
     TopicRouteData,
     TopicStatsTable,
 )
-from rocketmq_wire.bodies.consumer import Connection
+from rocketmq_wire.bodies.consumer import Connection, OffsetSerializeWrapper, ProducerConnection
+from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.registry import decode_request_body, decode_response_body
 from rocketmq_wire.bodies.static_topic import LogicQueueMappingItem
+from rocketmq_wire.bodies.subscription import build_subscription
 from rocketmq_wire.errors import CodecError
 
 # ---------------------------------------------------------------------------------------------- route
@@ -650,3 +652,73 @@ def test_registry_tells_the_two_topic_config_wrappers_apart() -> None:
     assert decode_response_body(9999, b"{}") is None
     with pytest.raises(CodecError):
         decode_response_body(106, b"{broken")
+
+
+# ---------------------------------------------------------------------------------------------- more bodies
+
+
+def test_producer_connection_and_local_offsets() -> None:
+    producers = ProducerConnection(connection_set=[Connection(client_id="p", language="CPP", version=63)])
+    assert producers.to_json() == b'{"connectionSet":[{"clientId":"p","language":"CPP","version":63}]}'
+    assert ProducerConnection.from_json(producers.to_json()) == producers
+    queue = MessageQueue(topic="T", broker_name="b", queue_id=1)
+    offsets = OffsetSerializeWrapper(offset_table={queue: 12})
+    assert offsets.to_json() == b'{"offsetTable":{{"brokerName":"b","queueId":1,"topic":"T"}:12}}'
+    assert OffsetSerializeWrapper.from_json(offsets.to_json()) == offsets
+
+
+@pytest.mark.parametrize(
+    ("expression", "tags", "sub_string"),
+    [
+        (None, [], "*"),
+        ("", [], "*"),
+        ("*", [], "*"),
+        ("TagA", ["TagA"], "TagA"),
+        (" TagA || TagB ||TagA", ["TagA", "TagB"], " TagA || TagB ||TagA"),
+        (" || ", [], " || "),  # Java keeps it: parts exist, all blank
+        ("TagA||", ["TagA"], "TagA||"),
+    ],
+)
+def test_build_subscription_follows_filter_api(
+    expression: str | None, tags: list[str], sub_string: str
+) -> None:
+    subscription = build_subscription("T", expression)
+    assert subscription.tags_set == tags
+    assert subscription.sub_string == sub_string
+    assert subscription.expression_type == "TAG"
+
+
+def test_build_subscription_codes_are_signed_java_hashes() -> None:
+    # "TagA".hashCode() = 2598919; "TagZZZZZ" overflows into a negative int.
+    assert build_subscription("T", "TagA").code_set == [2598919]
+    (code,) = build_subscription("T", "TagZZZZZ").code_set
+    assert code == -704586080
+    assert -(1 << 31) <= code < 0
+
+
+def test_build_subscription_sql_and_refusals() -> None:
+    sql = build_subscription("T", "a > 1", "SQL92")
+    assert (sql.sub_string, sql.expression_type, sql.tags_set) == ("a > 1", "SQL92", [])
+    with pytest.raises(CodecError, match="needs an expression"):
+        build_subscription("T", "", "SQL92")
+    with pytest.raises(CodecError, match="splits into no tags"):
+        build_subscription("T", "||||")
+
+
+def test_properties_text_parses_java_properties_syntax() -> None:
+    text = "# comment\n! also\n\n  a = 1 \\\n   2\nb:x\\ty\nc \\u0041\nk\\=q=v\r\nempty\n"
+    body = PropertiesBody.from_text(text)
+    assert body.properties == {"a": "1 2", "b": "x\ty", "c": "A", "k=q": "v", "empty": ""}
+    with pytest.raises(CodecError, match="uxxxx"):
+        PropertiesBody.from_text("a=\\u12")
+    with pytest.raises(CodecError, match="not UTF-8"):
+        PropertiesBody.from_text(b"a=\xff")
+
+
+def test_properties_text_written_sorted_or_in_hash_order() -> None:
+    body = PropertiesBody(properties={"b": "2", "B": "3", "a": "1"})
+    assert body.to_text() == b"B=3\na=1\nb=2\n"
+    unsorted = PropertiesBody.from_text(b"b=2\na=1\n")
+    assert not unsorted.sorted_keys  # "b" before "a" is a hash order, not a sorted one
+    assert unsorted.to_text() == b"b=2\na=1\n"
+    assert PropertiesBody.from_text(body.to_text()).sorted_keys
