@@ -41,6 +41,7 @@ from broker.processors.consumer_manage import (
     UpdateConsumerOffsetProcessor,
 )
 from broker.processors.end_transaction import EndTransactionProcessor
+from broker.processors.offset_export import GetAllConsumerOffsetProcessor, GetAllDelayOffsetProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor, ViewMessageByIdProcessor
 from broker.processors.queue_lock import LockBatchMqProcessor, UnlockBatchMqProcessor
@@ -269,6 +270,8 @@ class Broker:
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoProcessor(self),
             RequestCode.QUERY_MESSAGE: QueryMessageProcessor(self),
             RequestCode.VIEW_MESSAGE_BY_ID: ViewMessageByIdProcessor(self),
+            RequestCode.GET_ALL_CONSUMER_OFFSET: GetAllConsumerOffsetProcessor(self),
+            RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(self),
         }
         for code, handler in table.items():
             self.server.register(code, guarded(handler))

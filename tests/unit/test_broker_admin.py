@@ -11,6 +11,7 @@ from broker import Broker
 from broker.config import BrokerConfig, parse_delay_levels, parse_properties
 from broker.testing import BrokerClient, running_broker
 from rocketmq_wire import RequestCode, ResponseCode
+from rocketmq_wire.bodies.consumer import ConsumerOffsetSerializeWrapper
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.stats import TopicStatsTable
 from rocketmq_wire.bodies.topic_config import TopicConfigAndQueueMapping, TopicConfigSerializeWrapper
@@ -146,6 +147,17 @@ async def test_broker_config_reads_and_updates_under_java_names(broker: Broker, 
         refused.code == ResponseCode.NO_PERMISSION
         and refused.remark == "Can not update config in black list."
     )
+
+
+async def test_whole_offset_tables_for_admin_tools(client: BrokerClient) -> None:
+    await client.create_topic("Tracked", 2)
+    await client.send("Tracked", b"x", queue_id=1)
+    await client.pull("Readers", "Tracked", 1, 1, commit_offset=1)
+    answer = await client.request(RequestCode.GET_ALL_CONSUMER_OFFSET)
+    offsets = ConsumerOffsetSerializeWrapper.from_json(answer.body).offset_table
+    assert offsets["Tracked@Readers"] == {1: 1}
+    delays = await client.request(RequestCode.GET_ALL_DELAY_OFFSET)
+    assert delays.code == ResponseCode.SUCCESS and delays.body == b'{"offsetTable":{}}'
 
 
 def test_config_properties_round_trip_and_delay_levels(tmp_path: Path) -> None:
