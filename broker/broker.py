@@ -245,6 +245,7 @@ class Broker:
             RequestCode.SEND_BATCH_MESSAGE: send,
             RequestCode.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackProcessor(self),
             RequestCode.PULL_MESSAGE: self.pull_processor,
+            RequestCode.LITE_PULL_MESSAGE: self.pull_processor,
             RequestCode.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetProcessor(self),
             RequestCode.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetProcessor(self),
             RequestCode.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupProcessor(self),

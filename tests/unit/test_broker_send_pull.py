@@ -18,9 +18,10 @@ from rocketmq_wire.headers.offset import (
     SearchOffsetRequestHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from rocketmq_wire.headers.pull import PullMessageRequestHeader
 from rocketmq_wire.headers.query import QueryMessageRequestHeader, ViewMessageRequestHeader
 from rocketmq_wire.headers.topic import CreateTopicRequestHeader
-from rocketmq_wire.message import decode_messages
+from rocketmq_wire.message import decode_messages, sysflag
 from rocketmq_wire.message.ids import decode_offset_msg_id
 
 
@@ -285,3 +286,23 @@ def _create_topic(name: str, queues: int) -> CreateTopicRequestHeader:
         topic_filter_type="SINGLE_TAG",
         order=False,
     )
+
+
+async def test_lite_pull_is_served_like_a_pull(client: BrokerClient) -> None:
+    await client.send("Orders", b"lite", queue_id=0)
+    header = PullMessageRequestHeader(
+        consumer_group="lite",
+        topic="Orders",
+        queue_id=0,
+        queue_offset=0,
+        max_msg_nums=8,
+        sys_flag=sysflag.build_pull_sys_flag(subscription=True, lite_pull=True),
+        commit_offset=0,
+        suspend_timeout_millis=0,
+        subscription="*",
+        sub_version=0,
+        expression_type="TAG",
+    )
+    answer = await client.request(RequestCode.LITE_PULL_MESSAGE, header)
+    assert answer.code == ResponseCode.SUCCESS
+    assert [m.body for m in decode_messages(answer.body)] == [b"lite"]
