@@ -115,8 +115,17 @@ def _text(options: Mapping[str, str], name: str) -> str | None:
     return value or None
 
 
-def _positive_int(options: Mapping[str, str], name: str, default: int, *, at_most: int | None = None) -> int:
-    raw = _text(options, name)
+def _positive_int(
+    options: Mapping[str, str],
+    key: str,
+    default: int,
+    *,
+    at_most: int | None = None,
+    name: str | None = None,
+) -> int:
+    """``options[key]`` as a positive int; ``name`` is how messages spell the option (default ``key``)."""
+    name = name or key
+    raw = _text(options, key)
     if raw is None:
         return default
     try:
@@ -214,6 +223,8 @@ def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
         pull_batch_size=_positive_int(lowered, "pull.batch.size", DEFAULT_PULL_BATCH_SIZE, at_most=1024),
         pull_timeout_ms=_positive_int(lowered, "pull.timeout.ms", DEFAULT_PULL_TIMEOUT_MS),
         max_messages_per_trigger=(
-            None if max_per_trigger is None else _positive_int(lowered, "maxmessagespertrigger", 1)
+            None
+            if max_per_trigger is None
+            else _positive_int(lowered, "maxmessagespertrigger", 1, name="maxMessagesPerTrigger")
         ),
     )
