@@ -290,7 +290,7 @@ class Broker:
                 "persist-consumer-offsets",
                 self.clock,
                 lambda: config.flush_consumer_offset_interval,
-                self.consumer_offsets.persist_if_dirty,
+                lambda: asyncio.to_thread(self.consumer_offsets.persist_if_dirty),
             ),
             PeriodicTask(
                 "persist-delay-offsets",
@@ -321,8 +321,6 @@ class Broker:
             await self._namesrv_client.close()
             return
         self._started = False
-        if self.config.namesrv_addrs:
-            await self.registration.unregister_all()
         for chore in self._chores:
             await chore.stop()
         self._chores = []
@@ -330,6 +328,8 @@ class Broker:
             self._register_task.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await self._register_task
+        if self.config.namesrv_addrs:  # last, so no registration still under way can undo it
+            await self.registration.unregister_all()
         await self.schedule.stop()
         await self.pull_holder.close()
         await self.server.close()
