@@ -1,0 +1,67 @@
+"""Broker and NameServer settings every provider writes, under Apache's names (``broker.conf`` format).
+
+One set of settings for all brokers keeps the scenarios provider-independent: the project's Broker reads the
+same names (:meth:`broker.BrokerConfig.from_properties`). Apache ignores names it does not know, so a key only
+one side understands (``listenHost`` for the project's broker, ``bindAddress`` for Apache 5.x) is harmless to
+the other.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+
+from tests.integration.clusters.model import BROKER_NAME, CLUSTER_NAME
+
+#: A half message older than this (ms) may be checked back; Apache's default (6 s) would make the check-back
+#: scenario slow.
+TRANSACTION_TIMEOUT_MS = 1000
+#: How often the broker looks for half messages to check (Apache's default: 60 s).
+TRANSACTION_CHECK_INTERVAL_MS = 1000
+
+
+def broker_properties(
+    *,
+    listen_port: int,
+    namesrv_addr: str,
+    store_dir: str | None,
+    broker_ip: str = "127.0.0.1",
+    extra: Mapping[str, str] | None = None,
+) -> dict[str, str]:
+    """The settings of the one broker of a test cluster; ``store_dir`` None keeps the broker's default."""
+    settings = {
+        "brokerClusterName": CLUSTER_NAME,
+        "brokerName": BROKER_NAME,
+        "brokerId": "0",
+        "brokerRole": "ASYNC_MASTER",
+        "flushDiskType": "ASYNC_FLUSH",
+        "brokerIP1": broker_ip,
+        "listenPort": str(listen_port),
+        "namesrvAddr": namesrv_addr,
+        "autoCreateTopicEnable": "true",
+        "autoCreateSubscriptionGroup": "true",
+        "defaultTopicQueueNums": "4",
+        "transactionTimeOut": str(TRANSACTION_TIMEOUT_MS),
+        "transactionCheckInterval": str(TRANSACTION_CHECK_INTERVAL_MS),
+        # Test machines often have fuller disks than the 75 % at which a broker stops accepting writes.
+        "diskMaxUsedSpaceRatio": "95",
+        "mappedFileSizeCommitLog": str(64 * 1024 * 1024),
+        "deleteWhen": "04",
+        "fileReservedTime": "48",
+    }
+    if store_dir is not None:
+        settings["storePathRootDir"] = store_dir
+        # Apache 4.x derives the commit log's folder from user.home, not from storePathRootDir.
+        settings["storePathCommitLog"] = f"{store_dir}/commitlog"
+    settings.update(extra or {})
+    return settings
+
+
+def render(settings: Mapping[str, str]) -> str:
+    return "".join(f"{key}={value}\n" for key, value in settings.items())
+
+
+def write_properties(path: Path, settings: Mapping[str, str]) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render(settings), "utf-8")
+    return path

@@ -1,0 +1,93 @@
+"""The ``cluster`` fixture: one running cluster per provider for the whole session.
+
+Session scope because Java servers take seconds to boot; pytest runs every test of one provider before
+tearing it down and starting the next, so at most one cluster runs at a time. Tests never share data: each
+uses its own topics and groups (:func:`~tests.integration.clusters.model.unique_name`).
+
+Teardown stops every process by pid and fails when one survives; the servers' logs are kept (and their
+folder named at the end of the run) when a test that used the cluster failed, else removed with the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.integration.clusters.model import Cluster, ProviderUnavailable
+from tests.integration.clusters.providers import ProviderSpec, provider_specs, start_cluster
+
+log = logging.getLogger("tests.clusters.fixture")
+
+#: Longest a scenario may run (checked by ``scenario_budget``).
+SCENARIO_BUDGET_S = 30.0
+
+PROVIDERS: list[ProviderSpec] = provider_specs()
+#: Folders kept for a look after failures, and how long each provider took to start (for the summary).
+KEPT_LOGS: list[Path] = []
+START_TIMES: dict[str, float] = {}
+
+
+@pytest.fixture(scope="session", params=PROVIDERS, ids=[spec.id for spec in PROVIDERS])
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A NameServer with one broker registered, from the provider named in the test id.
+
+    Skips, with the missing thing as the reason, when the provider cannot run here.
+    """
+    spec: ProviderSpec = request.param
+    reason = spec.unavailable()
+    if reason is not None:
+        pytest.skip(reason)
+    # Not pytest's tmp_path_factory: it keeps only the last few runs' folders, and logs kept after a failure
+    # must outlive the next runs.
+    root = Path(tempfile.mkdtemp(prefix=f"rmq-cluster-{spec.id}-"))
+    failures_before = request.session.testsfailed
+    started = time.monotonic()
+    try:
+        running, launch = start_cluster(spec, root / "work", root / "logs")
+    except ProviderUnavailable as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        pytest.skip(str(exc))
+    except BaseException:
+        KEPT_LOGS.append(root / "logs")
+        raise
+    START_TIMES[spec.id] = time.monotonic() - started
+    log.info("cluster %s up in %.1f s: %s", spec.id, START_TIMES[spec.id], running)
+    try:
+        yield running
+    finally:
+        leftovers = launch.stop()
+        if leftovers or request.session.testsfailed > failures_before:
+            KEPT_LOGS.append(root / "logs")
+            shutil.rmtree(root / "work", ignore_errors=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    assert not leftovers, f"cluster {spec.id} left processes behind: {leftovers}"
+
+
+@pytest.fixture
+def scenario_budget() -> Iterator[None]:
+    """Fails a scenario that took longer than :data:`SCENARIO_BUDGET_S` (the cluster's start not counted)."""
+    started = time.monotonic()
+    yield
+    elapsed = time.monotonic() - started
+    assert elapsed < SCENARIO_BUDGET_S, (
+        f"scenario took {elapsed:.1f} s, over its {SCENARIO_BUDGET_S:.0f} s budget"
+    )
+
+
+def terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Where the logs of failed clusters are, and how long each cluster took to start."""
+    if START_TIMES:
+        terminalreporter.write_sep("-", "cluster start-up")
+        for provider, seconds in START_TIMES.items():
+            terminalreporter.write_line(f"{provider}: {seconds:.1f} s")
+    if KEPT_LOGS:
+        terminalreporter.write_sep("-", "cluster logs kept")
+        for path in KEPT_LOGS:
+            terminalreporter.write_line(str(path))

@@ -1,0 +1,68 @@
+"""The project's NameServer and Broker as real subprocesses on free loopback ports.
+
+Subprocesses rather than in-process servers: the scenarios then exercise the same start-up, signal handling
+and shutdown a user gets from ``rmq namesrv``, and a server bug cannot hang the test process.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+from tests.integration.clusters import configs
+from tests.integration.clusters.launch import Launch, NamesrvEndpoint
+from tests.integration.clusters.probe import wait_for_namesrv_sync
+from tests.integration.clusters.processes import free_port
+
+REPO_ROOT = Path(__file__).resolve().parents[3]
+#: The Apache NameServer whose answers the project's NameServer reproduces.
+NAMESRV_PROFILE = "5.3.3"
+GRACE_S = 10.0
+START_TIMEOUT_S = 20.0
+
+
+def python_env() -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONUNBUFFERED"] = "1"
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH")) if p)
+    return env
+
+
+def start_namesrv(launch: Launch) -> NamesrvEndpoint:
+    """``rmq namesrv`` (run as ``python -m cli.main``, so no installed script is needed)."""
+    port = free_port()
+    argv = [
+        sys.executable,
+        "-m",
+        "cli.main",
+        "namesrv",
+        "--host",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--apache-version",
+        NAMESRV_PROFILE,
+    ]
+    launch.process("python-namesrv", argv, env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)
+    addr = f"127.0.0.1:{port}"
+    wait_for_namesrv_sync(addr, START_TIMEOUT_S, launch.check_alive)
+    return NamesrvEndpoint(addr, "python")
+
+
+def broker_argv(config: Path) -> list[str]:
+    """How the project's Broker is started from a ``broker.conf``-style file."""
+    return [sys.executable, "-m", "tests.integration.clusters.python_broker_main", str(config)]
+
+
+def start_broker(launch: Launch, namesrv_addr: str) -> None:
+    """The project's Broker on a free loopback port with its store under the launch's work folder."""
+    port = free_port()
+    settings = configs.broker_properties(
+        listen_port=port,
+        namesrv_addr=namesrv_addr,
+        store_dir=str(launch.work_dir / "python-broker-store"),
+        extra={"listenHost": "127.0.0.1"},
+    )
+    config = configs.write_properties(launch.work_dir / "python-broker.conf", settings)
+    launch.process("python-broker", broker_argv(config), env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)
