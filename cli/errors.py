@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable
-from typing import ParamSpec, TypeVar
+import sys
+from collections.abc import Callable, Sequence
+from typing import Any, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
+from typer.core import TyperGroup
 
 from rocketmq_wire.errors import CodecError
 
@@ -39,3 +42,32 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
             raise fail("interrupted", 130) from None
 
     return wrapper
+
+
+class OneLineErrorsGroup(TyperGroup):
+    """The root command group: a usage error (missing argument, bad option value) is one ``error:`` line
+    and exit code 2, instead of a usage block and a boxed message."""
+
+    def main(  # type: ignore[override]
+        self,
+        args: Sequence[str] | None = None,
+        prog_name: str | None = None,
+        complete_var: str | None = None,
+        standalone_mode: bool = True,
+        **extra: Any,
+    ) -> Any:
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        try:
+            result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except typer.TyperException as exc:
+            # typer has already shown the help for a bare group (it tells this case by the class name too)
+            if type(exc).__name__ != "NoArgsIsHelpError":
+                ctx = getattr(exc, "ctx", None)
+                hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
+                _stderr.print(f"[bold red]error:[/] {escape(exc.format_message())}{hint}")
+            sys.exit(exc.exit_code)
+        except typer.Abort:
+            _stderr.print("[bold red]error:[/] aborted")
+            sys.exit(1)
+        sys.exit(result if isinstance(result, int) else 0)

@@ -1,0 +1,140 @@
+"""What the cluster commands share: where the NameServers are, credentials, running an admin call, and
+printing (rich tables for people, ``--json`` for scripts).
+
+The NameServer comes from ``--namesrv``/``-n``, else ``NAMESRV_ADDR`` (as for Apache's tools); there is no
+silent default, because talking to a wrong cluster is worse than being told to name one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import enum
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
+
+import typer
+from rich.console import Console
+
+from admin import Admin, AdminError
+from cli.errors import CliError
+from producer.errors import ProducerError
+from rocketmq_wire.transport import RemotingError
+
+T = TypeVar("T")
+
+NAMESRV_ENV = "NAMESRV_ADDR"
+
+Namesrv = Annotated[
+    str | None,
+    typer.Option(
+        "--namesrv",
+        "-n",
+        envvar=NAMESRV_ENV,
+        show_envvar=True,
+        help="NameServer address(es), host:port;host:port",
+    ),
+]
+AccessKey = Annotated[
+    str | None, typer.Option("--access-key", envvar="RMQ_ACCESS_KEY", help="ACL AccessKey (signs requests)")
+]
+SecretKey = Annotated[str | None, typer.Option("--secret-key", envvar="RMQ_SECRET_KEY", help="ACL SecretKey")]
+TimeoutMs = Annotated[float, typer.Option("--timeout-ms", min=1, help="Timeout of each request, in ms")]
+AsJson = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables")]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class Target:
+    """Which cluster to talk to and how."""
+
+    namesrv: str
+    access_key: str | None = None
+    secret_key: str | None = None
+    timeout_ms: float = 3000
+
+    def admin(self) -> Admin:
+        return Admin(
+            self.namesrv, access_key=self.access_key, secret_key=self.secret_key, timeout_ms=self.timeout_ms
+        )
+
+
+def target(
+    namesrv: str | None,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+    timeout_ms: float = 3000,
+) -> Target:
+    """The target from the common options; one readable error when something is missing."""
+    if not namesrv or not namesrv.strip():
+        raise CliError(
+            f"no NameServer address: pass --namesrv/-n host:port or set {NAMESRV_ENV} "
+            "(`rmq quickstart --serve` starts a local one)"
+        )
+    if (access_key is None) != (secret_key is None):
+        raise CliError("--access-key and --secret-key go together")
+    return Target(namesrv.strip(), access_key, secret_key, timeout_ms)
+
+
+def quiet_logging() -> None:
+    """Library warnings (a NameServer failing over, a retry) would break the one-line-error rule; a
+    command reports what matters itself."""
+    logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
+
+
+def run_async(work: Awaitable[T]) -> T:
+    """Run a coroutine to completion, mapping client failures to a one-line :class:`CliError`."""
+
+    async def main() -> T:
+        return await work
+
+    quiet_logging()
+    try:
+        return asyncio.run(main())
+    except (AdminError, ProducerError, RemotingError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def with_admin(where: Target, work: Callable[[Admin], Awaitable[T]]) -> T:
+    """Run ``work(admin)`` against the target cluster and close the admin client afterwards."""
+
+    async def main() -> T:
+        async with where.admin() as admin:
+            return await work(admin)
+
+    return run_async(main())
+
+
+#: Width of tables written to a pipe or file: wide enough that ids and addresses are never cut short.
+PIPE_WIDTH = 240
+
+
+def out() -> Console:
+    """Standard output, never wrapping text (ids and JSON must stay whole); on a terminal tables fit its
+    width, into a pipe they are as wide as their content needs."""
+    width = None if sys.stdout.isatty() else PIPE_WIDTH
+    return Console(highlight=False, soft_wrap=True, emoji=False, width=width)
+
+
+def err() -> Console:
+    return Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+
+
+def emit_json(data: Any) -> None:
+    """Print ``data`` as indented JSON (records through ``dataclasses.asdict``, enums by value)."""
+    out().out(json.dumps(to_plain(data), ensure_ascii=False, indent=2), highlight=False)
+
+
+def to_plain(data: Any) -> Any:
+    """JSON-ready data from records, enums, bytes, tuples and mappings."""
+    if dataclasses.is_dataclass(data) and not isinstance(data, type):
+        return {f.name: to_plain(getattr(data, f.name)) for f in dataclasses.fields(data)}
+    if isinstance(data, dict):
+        return {str(k): to_plain(v) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [to_plain(v) for v in data]
+    if isinstance(data, enum.Enum):
+        return data.value
+    return data

@@ -1,0 +1,128 @@
+"""``rmq consumer-progress``, ``rmq consumer-connections`` and ``rmq reset-offset``."""
+
+from __future__ import annotations
+
+import datetime as dt
+import time
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from admin import RESET_TO_LATEST
+from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
+from cli.errors import CliError, friendly
+from cli.render import cell, progress_table
+
+Group = Annotated[str, typer.Argument(help="Consumer group")]
+
+
+@friendly
+def consumer_progress(
+    group: Group,
+    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic")] = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Broker offset, consumer offset and lag of every queue, with totals (mqadmin consumerProgress)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    progress = with_admin(where, lambda admin: admin.consumer_progress(group, topic))
+    if as_json:
+        emit_json(progress)
+    else:
+        out().print(progress_table(progress))
+
+
+@friendly
+def consumer_connections(
+    group: Group,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """The live members of a consumer group and their subscriptions (mqadmin consumerConnection)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    found = with_admin(where, lambda admin: admin.consumer_connections(group))
+    if as_json:
+        emit_json(found)
+        return
+    table = Table(
+        title=f"Members of {group} ({found.message_model}, {found.consume_type})", title_justify="left"
+    )
+    for heading in ("Client ID", "Address", "Language", "Version"):
+        table.add_column(heading)
+    for member in found.connections:
+        table.add_row(
+            cell(member.client_id), cell(member.client_addr), cell(member.language), cell(member.version)
+        )
+    subscriptions = Table("Topic", "Subscription")
+    for name, expression in sorted(found.subscriptions.items()):
+        subscriptions.add_row(cell(name), cell(expression))
+    console = out()
+    console.print(table)
+    console.print(subscriptions)
+
+
+def parse_when(text: str) -> int:
+    """``now``/``latest``, epoch milliseconds, or an ISO date-time (local time unless it has an offset)."""
+    if text.lower() in ("now", "latest"):
+        return RESET_TO_LATEST
+    if text.isdigit():
+        return int(text)
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise CliError(
+            f"cannot read {text!r} as a time: use epoch milliseconds, 2024-05-01T12:00:00, or now"
+        ) from None
+    if moment.tzinfo is None:
+        moment = moment.astimezone()
+    return int(moment.timestamp() * 1000)
+
+
+@friendly
+def reset_offset(
+    group: Group,
+    topic: Annotated[str, typer.Argument(help="Topic whose offsets move")],
+    when: Annotated[
+        str,
+        typer.Option("--to", help="now, epoch ms, or an ISO date-time: first message stored at or after it"),
+    ] = "now",
+    force: Annotated[
+        bool, typer.Option("--force/--no-force", help="Also move offsets forward (default) or only back")
+    ] = True,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Move a consumer group's offsets on a topic to a point in time (mqadmin resetOffsetByTime)."""
+    timestamp_ms = parse_when(when)
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    rows = with_admin(
+        where, lambda admin: admin.reset_offset_by_time(group, topic, timestamp_ms, force=force)
+    )
+    if as_json:
+        emit_json({"group": group, "topic": topic, "timestamp_ms": timestamp_ms, "queues": rows})
+        return
+    table = Table(title=f"Offsets of {group} on {topic}", title_justify="left")
+    for heading in ("Broker", "QID", "Was", "Now", "How"):
+        table.add_column(heading)
+    for row in rows:
+        table.add_row(
+            cell(row.broker_name),
+            cell(row.queue_id),
+            cell("" if row.previous_offset is None else row.previous_offset),
+            cell(row.new_offset),
+            cell(row.method.value),
+        )
+    table.caption = (
+        f"reset to {'the end' if timestamp_ms == RESET_TO_LATEST else time.ctime(timestamp_ms / 1000)}"
+    )
+    out().print(table)

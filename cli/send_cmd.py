@@ -1,0 +1,278 @@
+"""``rmq send TOPIC [BODY]``: send one message, or ``--count N`` of them with a progress bar and a
+throughput summary, through the project's producer."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TimeElapsedColumn
+from rich.table import Table
+
+from cli.common import (
+    AccessKey,
+    AsJson,
+    Namesrv,
+    SecretKey,
+    Target,
+    emit_json,
+    err,
+    out,
+    run_async,
+    target,
+)
+from cli.errors import CliError, friendly
+from cli.render import cell
+from cli.send_stats import SendStats, SendSummary
+from producer import Message, Producer, ProducerError, SendResult
+from rocketmq_wire.errors import CodecError
+
+DEFAULT_GROUP = "rmq-cli-producer"
+DEFAULT_BATCH_SIZE = 32
+
+
+def read_body(body: str | None, file: Path | None) -> bytes:
+    """The body from the argument, the file, or standard input (when it is not a terminal)."""
+    if body is not None and file is not None:
+        raise CliError("give the body either as an argument or with --file, not both")
+    if body is not None:
+        data = body.encode("utf-8")
+    elif file is not None:
+        data = file.read_bytes()
+    elif not sys.stdin.isatty():
+        data = sys.stdin.buffer.read()
+    else:
+        raise CliError("no message body: give it as an argument, with --file, or on standard input")
+    if not data:
+        raise CliError("the message body is empty (RocketMQ refuses empty bodies)")
+    return data
+
+
+def parse_properties(pairs: Sequence[str]) -> dict[str, str]:
+    properties: dict[str, str] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise CliError(f"--property takes name=value, got {pair!r}")
+        properties[name] = value
+    return properties
+
+
+def build_message(
+    topic: str,
+    body: bytes,
+    *,
+    tags: str | None,
+    keys: Sequence[str],
+    properties: dict[str, str],
+    delay_level: int,
+) -> Message:
+    """One message; each ``--keys`` value may hold several space-separated keys."""
+    split_keys = [key for value in keys for key in value.split()]
+    try:
+        return Message(
+            topic, body, tags=tags, keys=split_keys, properties=dict(properties), delay_level=delay_level
+        )
+    except CodecError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _result_json(result: SendResult) -> dict[str, Any]:
+    return {
+        "status": result.status.value,
+        "msg_id": result.msg_id,
+        "offset_msg_id": result.offset_msg_id,
+        "topic": result.message_queue.topic,
+        "broker_name": result.message_queue.broker_name,
+        "queue_id": result.message_queue.queue_id,
+        "queue_offset": result.queue_offset,
+    }
+
+
+def _results_table(results: Sequence[SendResult]) -> Table:
+    table = Table()
+    for heading in ("Broker", "QID", "Status", "Message ID", "Offset message ID", "Queue offset"):
+        table.add_column(heading)
+    for result in results:
+        table.add_row(
+            cell(result.message_queue.broker_name),
+            cell(result.message_queue.queue_id),
+            cell(result.status.value),
+            cell(result.msg_id),
+            cell(result.offset_msg_id),
+            cell(result.queue_offset),
+        )
+    return table
+
+
+def _summary_table(summary: SendSummary, body_size: int) -> Table:
+    table = Table.grid(padding=(0, 2))
+    table.add_column(style="bold")
+    table.add_column(justify="right")
+    rows = [
+        ("sent", f"{summary.sent} messages of {body_size} B"),
+        ("failed", str(summary.failed)),
+        ("time", f"{summary.seconds:.3f} s"),
+        ("throughput", f"{summary.msgs_per_s:,.1f} msgs/s  {summary.mb_per_s:,.3f} MB/s"),
+        (
+            "latency",
+            f"p50 {summary.latency_p50_ms:.2f} ms  p99 {summary.latency_p99_ms:.2f} ms  "
+            f"max {summary.latency_max_ms:.2f} ms",
+        ),
+    ]
+    for name, value in rows:
+        table.add_row(name, cell(value))
+    return table
+
+
+class _Sender:
+    """Sends ``count`` copies of a message, ``concurrency`` requests at a time, into ``stats``."""
+
+    def __init__(self, producer: Producer, message: Message, *, oneway: bool, batch_size: int) -> None:
+        self.producer = producer
+        self.message = message
+        self.oneway = oneway
+        self.batch_size = batch_size
+        self.stats = SendStats()
+        self.results: list[SendResult] = []
+
+    async def one_request(self, messages: int) -> None:
+        started = time.perf_counter()
+        try:
+            if self.batch_size:
+                result = await self.producer.send_batch([self.message] * messages)
+                self.results.append(result)
+            elif self.oneway:
+                await self.producer.send_oneway(self.message)
+            else:
+                self.results.append(await self.producer.send(self.message))
+        except ProducerError as exc:
+            self.stats.record_failure(messages, str(exc))
+            return
+        self.stats.record(time.perf_counter() - started, messages, messages * len(self.message.body))
+
+    async def run(self, count: int, concurrency: int, progress: Progress | None) -> SendSummary:
+        sizes = _request_sizes(count, self.batch_size)
+        task = progress.add_task("sending", total=count) if progress is not None else None
+        pending = iter(sizes)
+        started = time.perf_counter()
+
+        async def worker() -> None:
+            for size in pending:
+                await self.one_request(size)
+                if progress is not None and task is not None:
+                    progress.advance(task, size)
+
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(sizes)))))
+        return self.stats.summary(time.perf_counter() - started)
+
+
+def _request_sizes(count: int, batch_size: int) -> list[int]:
+    if not batch_size:
+        return [1] * count
+    full, rest = divmod(count, batch_size)
+    return [batch_size] * full + ([rest] if rest else [])
+
+
+async def _send(
+    where: Target,
+    group: str,
+    message: Message,
+    *,
+    count: int,
+    oneway: bool,
+    batch_size: int,
+    concurrency: int,
+    show_progress: bool,
+) -> tuple[_Sender, SendSummary]:
+    producer = Producer(group, where.namesrv, access_key=where.access_key, secret_key=where.secret_key)
+    async with producer:
+        sender = _Sender(producer, message, oneway=oneway, batch_size=batch_size)
+        if not show_progress:
+            return sender, await sender.run(count, concurrency, None)
+        columns = (BarColumn(), MofNCompleteColumn(), TaskProgressColumn(), TimeElapsedColumn())
+        with Progress(*columns, console=err(), transient=True) as progress:
+            summary = await sender.run(count, concurrency, progress)
+        return sender, summary
+
+
+@friendly
+def send(
+    topic: Annotated[str, typer.Argument(help="Topic to send to")],
+    body: Annotated[
+        str | None, typer.Argument(help="Message body (else --file, else standard input)")
+    ] = None,
+    file: Annotated[
+        Path | None,
+        typer.Option("--file", "-f", exists=True, dir_okay=False, help="Read the body from a file"),
+    ] = None,
+    tags: Annotated[str | None, typer.Option("--tags", help="Message tag")] = None,
+    keys: Annotated[
+        list[str] | None, typer.Option("--keys", "-k", help="Message key(s); repeat or separate by spaces")
+    ] = None,
+    properties: Annotated[
+        list[str] | None, typer.Option("--property", "-p", help="User property name=value; repeatable")
+    ] = None,
+    delay_level: Annotated[
+        int, typer.Option("--delay-level", min=0, help="Delay level (1 = 1s, 2 = 5s ...)")
+    ] = 0,
+    count: Annotated[int, typer.Option("--count", min=1, help="Send the message this many times")] = 1,
+    oneway: Annotated[bool, typer.Option("--oneway", help="Do not wait for the broker's answer")] = False,
+    batch: Annotated[bool, typer.Option("--batch", help="Send in batches (SEND_BATCH_MESSAGE)")] = False,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, help="Messages per batch")
+    ] = DEFAULT_BATCH_SIZE,
+    concurrency: Annotated[
+        int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at once")
+    ] = 1,
+    group: Annotated[str, typer.Option("--group", "-g", help="Producer group")] = DEFAULT_GROUP,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+) -> None:
+    """Send a message (or --count of them, with a throughput and latency summary)."""
+    if oneway and batch:
+        raise CliError("--oneway and --batch do not go together (batches are always acknowledged)")
+    where = target(namesrv, access_key, secret_key)
+    message = build_message(
+        topic,
+        read_body(body, file),
+        tags=tags,
+        keys=keys or [],
+        properties=parse_properties(properties or []),
+        delay_level=delay_level,
+    )
+    many = count > 1
+    sender, summary = run_async(
+        _send(
+            where,
+            group,
+            message,
+            count=count,
+            oneway=oneway,
+            batch_size=batch_size if batch else 0,
+            concurrency=concurrency,
+            show_progress=many and not as_json,
+        )
+    )
+    if not many and summary.failed:
+        raise CliError(summary.first_error or "the send failed")
+    if as_json:
+        if many:
+            emit_json({"summary": summary, "body_bytes": len(message.body), "oneway": oneway, "batch": batch})
+        else:
+            emit_json(_result_json(sender.results[0]) if sender.results else {"oneway": True, "sent": 1})
+    elif many:
+        out().print(_summary_table(summary, len(message.body)))
+    elif oneway:
+        out().print(f"sent one message to {topic} without waiting for an answer")
+    else:
+        out().print(_results_table(sender.results))
+    if summary.failed:
+        raise CliError(f"{summary.failed} of {count} messages failed; first error: {summary.first_error}")
