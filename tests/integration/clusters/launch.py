@@ -53,7 +53,7 @@ class Launch:
         self.processes.append(process)
 
         def stop() -> list[str]:
-            return [f"{name}: pid {p.pid} still running" for p in process.stop(grace_s)]
+            return [f"{name}: pid {p.pid} still exists" for p in process.stop(grace_s)]
 
         self.on_stop(name, stop)
         self.on_check(lambda: _check_process(process))

@@ -25,6 +25,8 @@ log = logging.getLogger("tests.clusters.processes")
 
 #: How often waiting loops look again at the condition they wait for.
 POLL_INTERVAL_S = 0.05
+#: How long stopped processes that are not our children may take to be reaped by their new parent.
+REAP_WAIT_S = 10.0
 #: Characters of a log kept in error messages.
 TAIL_CHARS = 4000
 _PROC = Path("/proc")
@@ -72,6 +74,21 @@ def is_running(process: ProcessId) -> bool:
     if fields is None or fields[0] in ("Z", "X"):
         return False
     return process.start_time == 0 or int(fields[19]) == process.start_time
+
+
+def is_gone(process: ProcessId) -> bool:
+    """True once ``os.kill(pid, 0)`` finds no such process (exited *and* reaped), or the pid now belongs to
+    a different process."""
+    try:
+        os.kill(process.pid, 0)
+    except ProcessLookupError:
+        return True
+    except PermissionError:
+        return False
+    fields = _stat_fields(process.pid)
+    if fields is None:
+        return True
+    return process.start_time != 0 and int(fields[19]) != process.start_time
 
 
 def group_members(pgid: int) -> list[ProcessId]:
@@ -218,7 +235,8 @@ class ManagedProcess:
 
     def stop(self, grace_s: float) -> list[ProcessId]:
         """SIGTERM to every process of this server, SIGKILL to those still there after ``grace_s``; reaps
-        the leader and returns the processes that somehow survived (an empty list is success)."""
+        the leader, waits for the others to be reaped, and returns every process ``os.kill(pid, 0)`` still
+        finds (an empty list is success)."""
         if self._popen is None:
             return []
         self._signal(signal.SIGTERM)
@@ -227,8 +245,9 @@ class ManagedProcess:
             self._signal(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):
             self._popen.wait(timeout=10)
-        wait_until(lambda: not any(is_running(p) for p in self._known), time.monotonic() + 10)
-        survivors = [p for p in sorted(self._known) if is_running(p)]
+        # Grandchildren orphaned by their shell are reaped by init, a moment after they exit.
+        wait_until(lambda: all(is_gone(p) for p in self._known), time.monotonic() + REAP_WAIT_S)
+        survivors = [p for p in sorted(self._known) if not is_gone(p)]
         log.info("%s stopped (exit %s); survivors: %s", self.name, self._popen.returncode, survivors)
         return survivors
 
