@@ -1,0 +1,83 @@
+"""RocketMQ consumers, wire-compatible with Apache's Java client (4.9.x behaviour by default).
+
+Two ways to consume, both asyncio:
+
+* :class:`PushConsumer` -- join a consumer group; the group's queues are shared among its members (or, in
+  BROADCASTING mode, every member reads everything) and messages are handed to your handler as they
+  arrive, concurrently or in order per queue. Failed messages come back through the group's retry topic
+  and end in its dead-letter queue after ``max_reconsume_times``::
+
+      async def handle(messages: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeStatus:
+          for message in messages:
+              print(message.topic, message.queue_offset, message.body)
+          return ConsumeStatus.CONSUME_SUCCESS
+
+      consumer = PushConsumer("OrderHandlers", "ns1:9876;ns2:9876", consume_from="FIRST_OFFSET")
+      consumer.subscribe("Orders", "created || paid")
+      consumer.register_listener(handle)               # orderly=True for per-queue order
+      async with consumer:
+          ...
+
+* :class:`PullConsumer` -- ask for messages yourself with ``await consumer.poll(timeout)``, after
+  ``subscribe`` (group-shared queues) or ``assign`` (exactly these queues); ``seek``, ``seek_to_begin``,
+  ``seek_to_end``, ``seek_by_timestamp``, ``commit`` and ``committed`` control the position.
+
+Messages are :class:`rocketmq_wire.message.MessageExt` with everything a Java consumer sees (ids, tags, keys,
+properties, decompressed body, hosts, timestamps, reconsume times); a redelivered message shows its original
+topic. Offsets are committed to the brokers every 5 s and on shutdown (broadcasting: to a local file).
+
+Modules: ``config`` (Java's defaults), ``allocate`` (queue sharing), ``rebalance``, ``queue_reader`` and
+``puller`` (pulling), ``fetch`` (pull answers), ``process_queue`` (in-flight window), ``consume_concurrently``
+/ ``consume_orderly``, ``offset_store``, ``positioning`` (where a new queue starts), ``commands`` and
+``broker_api`` (the requests), ``client`` (routes, heartbeats), ``push`` and ``lite_pull`` (the consumers).
+"""
+
+from consumer.allocate import (
+    AllocateStrategy,
+    allocate_averagely,
+    allocate_by_circle,
+    allocate_by_config,
+    strategy_named,
+)
+from consumer.config import AllocateStrategyName, ConsumerConfig
+from consumer.errors import (
+    BrokerError,
+    BrokerNotFoundError,
+    ConsumerError,
+    ConsumerStateError,
+    InvalidOffsetError,
+    OffsetNotFoundError,
+)
+from consumer.listener import ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeStatus
+from consumer.lite_pull import PullConsumer
+from consumer.push import PushConsumer
+from consumer.rebalance import RebalanceListener
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, MessageModel
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.message import MessageExt
+
+__all__ = [
+    "AllocateStrategy",
+    "AllocateStrategyName",
+    "BrokerError",
+    "BrokerNotFoundError",
+    "ConsumeConcurrentlyContext",
+    "ConsumeFromWhere",
+    "ConsumeOrderlyContext",
+    "ConsumeStatus",
+    "ConsumerConfig",
+    "ConsumerError",
+    "ConsumerStateError",
+    "InvalidOffsetError",
+    "MessageExt",
+    "MessageModel",
+    "MessageQueue",
+    "OffsetNotFoundError",
+    "PullConsumer",
+    "PushConsumer",
+    "RebalanceListener",
+    "allocate_averagely",
+    "allocate_by_circle",
+    "allocate_by_config",
+    "strategy_named",
+]

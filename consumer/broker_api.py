@@ -1,0 +1,178 @@
+"""Sending the consumer's requests to brokers and reading their answers (the I/O half of ``commands``).
+
+Every call names the broker address it goes to; working out *which* broker (master, suggested slave, the
+one that stored a message) is the caller's business. Failures come back as :class:`BrokerError` (the broker
+said no) or the transport's ``RemotingError`` (it could not be asked).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from consumer import commands
+from consumer.errors import BrokerError, ConsumerError, OffsetNotFoundError
+from consumer.fetch import PullResult, parse_pull_response
+from producer.rpc import ProducerRpc
+from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
+from rocketmq_wire.bodies.heartbeat import ConsumerData
+from rocketmq_wire.bodies.lock import LockBatchResponseBody
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.codes import ResponseCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.offset import (
+    GetMaxOffsetResponseHeader,
+    GetMinOffsetResponseHeader,
+    QueryConsumerOffsetResponseHeader,
+    SearchOffsetResponseHeader,
+)
+from rocketmq_wire.message import MessageExt
+from rocketmq_wire.topics import CLIENT_INNER_PRODUCER_GROUP
+from rocketmq_wire.transport import RemotingError
+
+logger = logging.getLogger("consumer.broker_api")
+
+
+def _expect_success(response: RemotingCommand, addr: str) -> RemotingCommand:
+    if response.code != ResponseCode.SUCCESS:
+        raise BrokerError(response.code, response.remark, addr)
+    return response
+
+
+class BrokerApi:
+    """The broker requests of one consumer, over its own client (``rpc`` signs and stamps them)."""
+
+    def __init__(self, rpc: ProducerRpc, *, timeout_ms: float, version: int) -> None:
+        self._rpc = rpc
+        self._timeout_ms = timeout_ms
+        self.version = version
+
+    async def _call(
+        self, addr: str, cmd: RemotingCommand, timeout_ms: float | None = None
+    ) -> RemotingCommand:
+        return await self._rpc.invoke(addr, cmd, self._timeout_ms if timeout_ms is None else timeout_ms)
+
+    # -- pulling -------------------------------------------------------------------------------------------
+
+    async def pull(self, addr: str, cmd: RemotingCommand, timeout_ms: float) -> PullResult:
+        """One pull (built by :func:`commands.pull_request`); the body is left for the caller to decode."""
+        return parse_pull_response(await self._call(addr, cmd, timeout_ms), addr)
+
+    # -- offsets -------------------------------------------------------------------------------------------
+
+    async def query_offset(
+        self, addr: str, group: str, queue: MessageQueue, *, zero_if_not_found: bool | None = None
+    ) -> int:
+        """The group's committed offset on ``queue``; :class:`OffsetNotFoundError` when it has none."""
+        cmd = commands.query_offset_request(group, queue, zero_if_not_found=zero_if_not_found)
+        response = await self._call(addr, cmd)
+        if response.code == ResponseCode.QUERY_NOT_FOUND:
+            raise OffsetNotFoundError(f"group {group} has no offset on {queue}: {response.remark or ''}")
+        _expect_success(response, addr)
+        return response.read_header(QueryConsumerOffsetResponseHeader).offset or 0
+
+    async def update_offset(
+        self, addr: str, group: str, queue: MessageQueue, offset: int, *, oneway: bool
+    ) -> None:
+        """Commit ``offset``; oneway (Java's periodic way) or waiting for the broker to confirm."""
+        cmd = commands.update_offset_request(group, queue, offset)
+        if oneway:
+            await self._rpc.invoke_oneway(addr, cmd, self._timeout_ms)
+            return
+        _expect_success(await self._call(addr, cmd), addr)
+
+    async def min_offset(self, addr: str, queue: MessageQueue) -> int:
+        response = _expect_success(await self._call(addr, commands.min_offset_request(queue)), addr)
+        return response.read_header(GetMinOffsetResponseHeader).offset or 0
+
+    async def max_offset(self, addr: str, queue: MessageQueue) -> int:
+        cmd = commands.max_offset_request(queue, self.version)
+        response = _expect_success(await self._call(addr, cmd), addr)
+        return response.read_header(GetMaxOffsetResponseHeader).offset or 0
+
+    async def search_offset(self, addr: str, queue: MessageQueue, timestamp_ms: int) -> int:
+        cmd = commands.search_offset_request(queue, timestamp_ms)
+        response = _expect_success(await self._call(addr, cmd), addr)
+        return response.read_header(SearchOffsetResponseHeader).offset or 0
+
+    # -- the group -----------------------------------------------------------------------------------------
+
+    async def consumer_ids(self, addr: str, group: str) -> list[str]:
+        """The client ids of the group's members as ``addr`` knows them."""
+        response = _expect_success(await self._call(addr, commands.consumer_list_request(group)), addr)
+        try:
+            return GetConsumerListByGroupResponseBody.from_json(response.body).consumer_id_list
+        except CodecError as exc:
+            raise ConsumerError(f"broker {addr} sent an unreadable consumer list: {exc}") from exc
+
+    async def lock(
+        self, addr: str, group: str, client_id: str, queues: list[MessageQueue]
+    ) -> list[MessageQueue]:
+        """The queues of ``queues`` this client now holds the lock of on broker ``addr``."""
+        cmd = commands.lock_batch_request(group, client_id, queues, self.version)
+        response = _expect_success(await self._call(addr, cmd), addr)
+        try:
+            return LockBatchResponseBody.from_json(response.body).lock_ok_mq_set
+        except CodecError as exc:
+            raise ConsumerError(f"broker {addr} sent an unreadable lock answer: {exc}") from exc
+
+    async def unlock(
+        self, addr: str, group: str, client_id: str, queues: list[MessageQueue], *, oneway: bool
+    ) -> None:
+        cmd = commands.unlock_batch_request(group, client_id, queues, self.version)
+        if oneway:
+            await self._rpc.invoke_oneway(addr, cmd, self._timeout_ms)
+            return
+        _expect_success(await self._call(addr, cmd), addr)
+
+    async def send_back(
+        self,
+        addr: str,
+        message: MessageExt,
+        *,
+        group: str,
+        delay_level: int,
+        max_reconsume_times: int,
+        broker_name: str | None,
+    ) -> None:
+        """CONSUMER_SEND_MSG_BACK; raises when the broker did not take the message."""
+        cmd = commands.send_back_request(
+            message,
+            group=group,
+            delay_level=delay_level,
+            max_reconsume_times=max_reconsume_times,
+            broker_name=broker_name,
+        )
+        _expect_success(await self._call(addr, cmd), addr)
+
+    # -- membership ----------------------------------------------------------------------------------------
+
+    async def heartbeat(self, addr: str, client_id: str, consumer: ConsumerData | None) -> bool:
+        """One heartbeat; failures are logged and reported as ``False``, never raised."""
+        cmd = commands.consumer_heartbeat_request(client_id, consumer, self.version)
+        try:
+            response = await self._call(addr, cmd)
+        except RemotingError as exc:
+            logger.warning("heartbeat to broker %s failed: %s", addr, exc)
+            return False
+        if response.code != ResponseCode.SUCCESS:
+            logger.warning(
+                "broker %s refused the heartbeat: code %d %s", addr, response.code, response.remark
+            )
+            return False
+        return True
+
+    async def unregister(self, addr: str, client_id: str, group: str) -> None:
+        """Leave ``group``, then drop the inner producer group, as a Java client instance does on shutdown;
+        best effort (the broker also notices the connection closing)."""
+        for cmd in (
+            commands.unregister_request(client_id, consumer_group=group),
+            commands.unregister_request(client_id, producer_group=CLIENT_INNER_PRODUCER_GROUP),
+        ):
+            try:
+                response = await self._call(addr, cmd)
+            except RemotingError as exc:
+                logger.info("unregistering from broker %s failed: %s", addr, exc)
+                return
+            if response.code != ResponseCode.SUCCESS:
+                logger.info("broker %s refused to unregister: %s", addr, response.remark)

@@ -1,0 +1,203 @@
+"""What both consumers are made of: names, client, subscriptions, offsets, positioning, queue look-ups.
+
+The push and the lite pull consumer differ in who drives consumption (handlers vs. ``poll``), not in how
+they talk to the cluster; this holds the common part so the two stay small and agree on every detail.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from consumer.client import ConsumerClient
+from consumer.config import ConsumerConfig
+from consumer.errors import ConsumerError, ConsumerStateError
+from consumer.offset_store import (
+    LocalFileOffsetStore,
+    OffsetStore,
+    RemoteBrokerOffsetStore,
+    default_local_offset_dir,
+)
+from consumer.positioning import compute_pull_offset
+from consumer.puller import Puller
+from consumer.subscription import SubscriptionTable
+from producer.namesrv import parse_namesrv_list
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.message import MessageExt
+from rocketmq_wire.topics import DEFAULT_CONSUMER_GROUP, validate_group, without_namespace, wrap_namespace
+from rocketmq_wire.transport import Handler, RemotingError
+
+logger = logging.getLogger("consumer")
+
+
+def merged_config(base: ConsumerConfig | None, overrides: Mapping[str, Any]) -> ConsumerConfig:
+    """``base`` (or the defaults) with the keyword arguments that were actually given applied."""
+    given = {name: value for name, value in overrides.items() if value is not None}
+    return dataclasses.replace(base or ConsumerConfig(), **given)
+
+
+def parse_message_model(value: MessageModel | str) -> MessageModel:
+    try:
+        return MessageModel(value.upper() if isinstance(value, str) else value)
+    except ValueError:
+        raise ValueError(f"unknown message model {value!r}; choose CLUSTERING or BROADCASTING") from None
+
+
+class ConsumerCore:
+    """The shared parts of one consumer; ``open()`` creates the client and offset store, ``close()`` ends
+    them."""
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        config: ConsumerConfig,
+        model: MessageModel,
+        consume_type: ConsumeType,
+        consume_from: ConsumeFromWhere,
+        timestamp_ms: int,
+        rng: random.Random | None,
+    ) -> None:
+        self.config = config
+        self.group = group
+        self.wire_group = wrap_namespace(config.namespace, group)
+        problem = validate_group(self.wire_group)
+        if problem is not None:
+            raise ValueError(problem)
+        if self.wire_group == DEFAULT_CONSUMER_GROUP:
+            raise ValueError(f"the consumer group may not be {DEFAULT_CONSUMER_GROUP!r}")
+        self.namesrv_addresses = parse_namesrv_list(namesrv if isinstance(namesrv, str) else list(namesrv))
+        self.model = model
+        self.consume_type = consume_type
+        self.consume_from = consume_from
+        self.timestamp_ms = timestamp_ms
+        self.rng = rng or random.Random()
+        self.subscriptions = SubscriptionTable()
+        self._client: ConsumerClient | None = None
+        self._offsets: OffsetStore | None = None
+        self._puller: Puller | None = None
+
+    # -- names ---------------------------------------------------------------------------------------------
+
+    def wire_topic(self, topic: str) -> str:
+        return wrap_namespace(self.config.namespace, topic)
+
+    def wire_queue(self, queue: MessageQueue) -> MessageQueue:
+        return dataclasses.replace(queue, topic=self.wire_topic(queue.topic or ""))
+
+    def user_queue(self, queue: MessageQueue) -> MessageQueue:
+        return dataclasses.replace(queue, topic=without_namespace(queue.topic or "", self.config.namespace))
+
+    def user_messages(self, messages: list[MessageExt]) -> list[MessageExt]:
+        """Topics as the user named them (Java's ``resetTopic``)."""
+        namespace = self.config.namespace
+        if namespace:
+            for message in messages:
+                message.topic = without_namespace(message.topic, namespace)
+        return messages
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> ConsumerClient:
+        if self._client is None:
+            raise ConsumerStateError("the consumer is not started")
+        return self._client
+
+    @property
+    def offsets(self) -> OffsetStore:
+        if self._offsets is None:
+            raise ConsumerStateError("the consumer is not started")
+        return self._offsets
+
+    @property
+    def puller(self) -> Puller:
+        if self._puller is None:
+            raise ConsumerStateError("the consumer is not started")
+        return self._puller
+
+    @property
+    def started(self) -> bool:
+        return self._client is not None
+
+    async def open(self, handlers: Mapping[int, Handler], topics: Callable[[], list[str]]) -> None:
+        client = ConsumerClient(
+            self.config,
+            self.namesrv_addresses,
+            rng=self.rng,
+            handlers=handlers,
+            consumer_data=self.consumer_data,
+            topics=topics,
+        )
+        client.start()
+        self._client = client
+        self._puller = Puller(client)
+        if self.model == MessageModel.BROADCASTING:
+            directory = Path(self.config.local_offset_dir) if self.config.local_offset_dir else None
+            self._offsets = LocalFileOffsetStore(
+                directory or default_local_offset_dir(), client.client_id, self.wire_group
+            )
+        else:
+            self._offsets = RemoteBrokerOffsetStore(
+                client.api,
+                self.wire_group,
+                client.master_of,
+                strict_not_found=self.config.strict_consume_from,
+            )
+        await self._offsets.load()
+
+    async def close(self) -> None:
+        if self._client is not None:
+            await self._client.close()
+
+    # -- cluster look-ups ----------------------------------------------------------------------------------
+
+    def consumer_data(self) -> ConsumerData:
+        """This consumer as its heartbeats describe it."""
+        return ConsumerData(
+            group_name=self.wire_group,
+            consume_type=self.consume_type.value,
+            message_model=self.model.value,
+            consume_from_where=self.consume_from.value,
+            subscription_data_set=self.subscriptions.data(),
+            unit_mode=False,
+        )
+
+    async def refresh_subscribed_routes(self) -> None:
+        """Fetch every subscribed topic's route now (at start, and when a subscription is added)."""
+        for topic in self.subscriptions.topics():
+            try:
+                await self.client.routes.refresh(topic)
+            except Exception as exc:
+                logger.warning("group %s: no route for topic %s yet: %s", self.wire_group, topic, exc)
+
+    async def min_offset(self, queue: MessageQueue) -> int:
+        return await self.client.api.min_offset(await self.client.master_of(queue), queue)
+
+    async def max_offset(self, queue: MessageQueue) -> int:
+        return await self.client.api.max_offset(await self.client.master_of(queue), queue)
+
+    async def search_offset(self, queue: MessageQueue, timestamp_ms: int) -> int:
+        return await self.client.api.search_offset(await self.client.master_of(queue), queue, timestamp_ms)
+
+    async def start_offset(self, queue: MessageQueue) -> int | None:
+        """Where to start ``queue`` (committed offset, else ``consume_from``); ``None`` when the broker could
+        not be asked, so the caller leaves the queue for a later attempt."""
+        try:
+            return await compute_pull_offset(
+                queue,
+                offsets=self.offsets,
+                consume_from=self.consume_from,
+                timestamp=self.timestamp_ms,
+                max_offset=self.max_offset,
+                search_offset=self.search_offset,
+            )
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning("group %s: cannot tell where to start %s: %s", self.wire_group, queue, exc)
+            return None

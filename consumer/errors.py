@@ -1,0 +1,33 @@
+"""Consumer exceptions, split by what a caller can do about them."""
+
+from __future__ import annotations
+
+
+class ConsumerError(Exception):
+    """Base of every consumer failure."""
+
+
+class ConsumerStateError(ConsumerError):
+    """The consumer is not started, already shut down, or was asked something its mode forbids."""
+
+
+class BrokerError(ConsumerError):
+    """A broker answered with a failure code; ``code`` and ``remark`` are what it said."""
+
+    def __init__(self, code: int, remark: str | None, addr: str) -> None:
+        super().__init__(f"broker {addr} answered code {code}: {remark or ''}".rstrip(": "))
+        self.code = code
+        self.remark = remark
+        self.addr = addr
+
+
+class BrokerNotFoundError(ConsumerError):
+    """No address is known for the broker a queue lives on (its route has not been fetched, or it left)."""
+
+
+class OffsetNotFoundError(ConsumerError):
+    """The broker holds no committed offset for the group on that queue (QUERY_NOT_FOUND)."""
+
+
+class InvalidOffsetError(ConsumerError, ValueError):
+    """A seek outside the queue's current [min, max] offsets."""

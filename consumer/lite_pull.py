@@ -1,0 +1,617 @@
+"""The pull consumer: the caller asks for messages when it wants them (Java's ``DefaultLitePullConsumer``).
+
+Usage::
+
+    async with PullConsumer("Reports", "ns:9876") as consumer:
+        consumer.subscribe("Orders", "paid")        # or: consumer.assign(queues)
+        while True:
+            for message in await consumer.poll(timeout=1.0):
+                ...
+
+Either ``subscribe`` (the group shares the topic's queues, as push consumers do) or ``assign`` (exactly these
+queues, no group coordination). Behind ``poll`` one fetcher task per queue long-polls the broker and buffers
+what it gets, within Java's limits (per queue and in total); ``poll`` hands out one queue's batch at a time,
+in offset order. Progress is committed automatically every 5 s (``auto_commit``), on ``commit()`` and on
+``close()``; ``seek*`` moves a queue elsewhere.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import dataclasses
+import logging
+import random
+from collections.abc import Iterable, Mapping, Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from consumer import commands
+from consumer._pending_wire import build_subscription
+from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
+from consumer.config import AllocateStrategyName, ConsumerConfig
+from consumer.core import ConsumerCore, merged_config, parse_message_model
+from consumer.errors import ConsumerError, ConsumerStateError, InvalidOffsetError
+from consumer.fetch import PullStatus
+from consumer.offset_store import ReadOffsetType
+from consumer.positioning import consume_from_where, timestamp_ms
+from consumer.process_queue import ProcessQueue
+from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
+from consumer.subscription import tag_filter
+from producer.timers import run_periodically
+from rocketmq_wire.bodies.heartbeat import SUB_ALL, ConsumeFromWhere, ConsumeType, MessageModel
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.message import MessageExt, sysflag
+from rocketmq_wire.transport import Connection, Handler, RemotingError
+
+logger = logging.getLogger("consumer.lite_pull")
+
+#: Java's ``DefaultLitePullConsumer`` defaults.
+LITE_BROKER_SUSPEND_MS = 20_000
+LITE_DELAY_WHEN_EXCEPTION_MS = 1_000
+FLOW_CONTROL_DELAY_MS = 50
+#: Java's ``Integer.MAX_VALUE``, what a 5.x lite pull asks for as ``maxMsgBytes``.
+_NO_BYTE_LIMIT = 0x7FFFFFFF
+
+
+@dataclasses.dataclass(eq=False)
+class _Queue:
+    """One assigned queue: its window, where to pull next, where the caller has consumed up to."""
+
+    queue: MessageQueue
+    pq: ProcessQueue = dataclasses.field(default_factory=ProcessQueue)
+    pull_offset: int = -1
+    consume_offset: int = -1
+    seek_offset: int = -1
+    paused: bool = False
+    epoch: int = 0
+    task: asyncio.Task[None] | None = None
+
+
+@dataclasses.dataclass(slots=True)
+class _Batch:
+    messages: list[MessageExt]
+    state: _Queue
+    epoch: int
+
+
+class PullConsumer:
+    """A consumer the caller drives with :meth:`poll`.
+
+    ``message_model``, ``allocate_strategy`` and ``consume_from`` work as for :class:`~consumer.PushConsumer`
+    (they only matter with ``subscribe``). ``auto_commit`` commits the offsets of what ``poll`` returned every
+    ``auto_commit_interval_ms`` (at the next ``poll``); without it, call :meth:`commit`.
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        message_model: MessageModel | str = MessageModel.CLUSTERING,
+        allocate_strategy: AllocateStrategyName | str | AllocateStrategy = AllocateStrategyName.AVERAGELY,
+        allocate_queues: Sequence[MessageQueue] = (),
+        consume_from: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: Any = None,
+        auto_commit: bool = True,
+        config: ConsumerConfig | None = None,
+        rebalance_listener: RebalanceListener | None = None,
+        rng: random.Random | None = None,
+        namespace: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        pull_batch_size: int | None = None,
+    ) -> None:
+        settings = merged_config(
+            config,
+            {
+                "namespace": namespace,
+                "access_key": access_key,
+                "secret_key": secret_key,
+                "pull_batch_size": pull_batch_size,
+            },
+        )
+        self._core = ConsumerCore(
+            group,
+            namesrv,
+            config=settings,
+            model=parse_message_model(message_model),
+            consume_type=ConsumeType.CONSUME_ACTIVELY,
+            consume_from=consume_from_where(consume_from),
+            timestamp_ms=timestamp_ms(consume_timestamp),
+            rng=rng,
+        )
+        if isinstance(allocate_strategy, str):
+            self._strategy = strategy_named(
+                allocate_strategy, [self._core.wire_queue(q) for q in allocate_queues]
+            )
+        else:
+            self._strategy = allocate_strategy
+        self.auto_commit = auto_commit
+        self._rebalance_listener = rebalance_listener
+        self._mode: str | None = None
+        self._assigned_wanted: list[MessageQueue] = []
+        self._queues: dict[MessageQueue, _Queue] = {}
+        self._buffer: collections.deque[_Batch] = collections.deque()
+        self._available = asyncio.Event()
+        self._rebalancer: Rebalancer | None = None
+        self._stop = asyncio.Event()
+        self._timers: list[asyncio.Task[None]] = []
+        self._next_auto_commit = 0.0
+        self._state = "created"
+
+    # -- configuration -------------------------------------------------------------------------------------
+
+    @property
+    def group(self) -> str:
+        return self._core.group
+
+    @property
+    def config(self) -> ConsumerConfig:
+        return self._core.config
+
+    @property
+    def client_id(self) -> str:
+        return self._core.client.client_id if self._core.started else ""
+
+    def _set_mode(self, mode: str) -> None:
+        if self._mode is not None and self._mode != mode:
+            raise ConsumerStateError("subscribe and assign are mutually exclusive")
+        self._mode = mode
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Share ``topic``'s queues with the group, keeping messages whose tag ``expression`` names."""
+        self._set_mode("subscribe")
+        self._core.subscriptions.subscribe(self._core.wire_topic(topic), expression)
+        if self._state == "running":
+            self._core.client.spawn(self._after_subscription_change(), "subscription-change")
+
+    def unsubscribe(self, topic: str) -> None:
+        wire = self._core.wire_topic(topic)
+        if self._core.subscriptions.unsubscribe(wire) and self._state == "running" and self._rebalancer:
+            self._core.client.spawn(self._rebalancer.release_all(wire), "unsubscribe")
+
+    def assign(self, queues: Iterable[MessageQueue]) -> None:
+        """Read exactly ``queues`` (replacing any earlier assignment), without group coordination."""
+        wanted = sorted_queues({self._core.wire_queue(_as_queue(q)) for q in queues})
+        if not wanted:
+            raise ValueError("assign needs at least one queue")
+        self._set_mode("assign")
+        self._assigned_wanted = wanted
+        if self._state == "running":
+            self._apply_assignment()
+
+    def assignment(self) -> list[MessageQueue]:
+        """The queues read now, as the user names their topics."""
+        return sorted_queues(self._core.user_queue(q) for q in self._queues)
+
+    def pause(self, queues: Iterable[MessageQueue]) -> None:
+        """Stop fetching ``queues`` (what is buffered is still returned) until :meth:`resume`."""
+        for queue in queues:
+            state = self._queues.get(self._core.wire_queue(_as_queue(queue)))
+            if state is not None:
+                state.paused = True
+
+    def resume(self, queues: Iterable[MessageQueue]) -> None:
+        for queue in queues:
+            state = self._queues.get(self._core.wire_queue(_as_queue(queue)))
+            if state is not None and state.paused:
+                state.paused = False
+                self._restart(state)
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        if self._state != "created":
+            raise ConsumerStateError(f"the consumer was already started ({self._state})")
+        core = self._core
+        self._state = "starting"
+        handlers: dict[int, Handler] = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed}
+        await core.open(handlers, self._topics)
+        self._stop.clear()
+        loop = asyncio.get_running_loop()
+        config = core.config
+        self._timers = [
+            loop.create_task(
+                run_periodically(
+                    config.persist_offset_interval_ms, self._persist_offsets, "offsets", self._stop
+                )
+            )
+        ]
+        await core.refresh_subscribed_routes()
+        if self._mode == "subscribe":
+            await core.client.heartbeat_all()
+            self._rebalancer = Rebalancer(
+                client=core.client,
+                group=core.wire_group,
+                model=core.model,
+                strategy=self._strategy,
+                topics=core.subscriptions.topics,
+                owner=QueueOwner(
+                    owned=self._owned, release=self._release, acquire=self._acquire, changed=self._changed
+                ),
+                listener=self._user_listener,
+            )
+            self._timers.append(
+                loop.create_task(self._rebalancer.run(self._stop, config.rebalance_interval_ms))
+            )
+        self._state = "running"
+        if self._mode == "assign":
+            self._apply_assignment()
+        self._next_auto_commit = loop.time() + config.auto_commit_interval_ms / 1000
+        logger.info("pull consumer %s started as client %s", core.wire_group, core.client.client_id)
+
+    async def close(self) -> None:
+        """Stop fetching, commit the offsets of what was polled (with ``auto_commit``), leave the group."""
+        if self._state != "running":
+            self._state = "stopped"
+            return
+        self._state = "stopping"
+        core = self._core
+        self._stop.set()
+        if self._rebalancer is not None:
+            self._rebalancer.stop()
+        await asyncio.gather(*self._timers, return_exceptions=True)
+        states = list(self._queues.values())
+        await asyncio.gather(*(self._stop_fetcher(state) for state in states))
+        if self.auto_commit:
+            self._commit_consumed()
+        try:
+            await core.offsets.persist_all(list(self._queues), oneway=False)
+        except Exception:
+            logger.exception("group %s: committing offsets at close failed", core.wire_group)
+        await core.client.unregister_all(core.wire_group)
+        await core.close()
+        self._queues.clear()
+        self._buffer.clear()
+        self._available.set()
+        self._state = "stopped"
+        logger.info("pull consumer %s (client %s) closed", core.wire_group, core.client.client_id)
+
+    shutdown = close
+
+    # -- consuming -----------------------------------------------------------------------------------------
+
+    async def poll(self, timeout: float = 5.0) -> list[MessageExt]:
+        """The next batch of one queue's messages, waiting at most ``timeout`` seconds; ``[]`` if none came.
+
+        Messages of a queue come in offset order; a later batch of the same queue continues where the
+        previous one ended.
+        """
+        self._check_running()
+        if timeout < 0:
+            raise ValueError("timeout must not be negative")
+        loop = asyncio.get_running_loop()
+        if self.auto_commit and loop.time() >= self._next_auto_commit:
+            self._commit_consumed()
+            self._next_auto_commit = loop.time() + self.config.auto_commit_interval_ms / 1000
+        deadline = loop.time() + timeout
+        while True:
+            while self._buffer:
+                batch = self._buffer.popleft()
+                state = batch.state
+                if (
+                    state.pq.dropped
+                    or batch.epoch != state.epoch
+                    or self._queues.get(state.queue) is not state
+                ):
+                    continue
+                offset = state.pq.remove(batch.messages)
+                if offset >= 0:
+                    state.consume_offset = offset
+                return self._core.user_messages(batch.messages)
+            remaining = deadline - loop.time()
+            if remaining <= 0 or self._state != "running":
+                return []
+            self._available.clear()
+            try:
+                async with asyncio.timeout(remaining):
+                    await self._available.wait()
+            except TimeoutError:
+                return []
+
+    async def commit(
+        self, offsets: Mapping[MessageQueue, int] | None = None, *, persist: bool = True
+    ) -> None:
+        """Commit ``offsets`` (queue -> next offset to consume), or everything polled so far; with
+        ``persist`` (the default) wait until the brokers (or the local file) have it."""
+        self._check_running()
+        core = self._core
+        if offsets is None:
+            queues = self._commit_consumed()
+        else:
+            queues = []
+            for queue, offset in offsets.items():
+                wire = core.wire_queue(_as_queue(queue))
+                core.offsets.update(wire, offset, increase_only=False)
+                queues.append(wire)
+        if persist and queues:
+            if core.model == MessageModel.BROADCASTING:
+                await core.offsets.persist_all(list(self._queues) + queues, oneway=False)
+            else:
+                for queue in queues:
+                    await core.offsets.persist(queue)
+
+    async def committed(self, queue: MessageQueue) -> int:
+        """The group's committed offset of ``queue`` (this consumer's latest if it holds one, else the
+        broker's); -1 when there is none."""
+        self._check_running()
+        return await self._core.offsets.read(
+            self._core.wire_queue(_as_queue(queue)), ReadOffsetType.MEMORY_THEN_STORE
+        )
+
+    # -- positioning ---------------------------------------------------------------------------------------
+
+    async def seek(self, queue: MessageQueue, offset: int) -> None:
+        """Continue ``queue`` at ``offset`` (between its min and max offset): buffered messages of it are
+        dropped and its consumed offset is set there."""
+        self._check_running()
+        wire = self._core.wire_queue(_as_queue(queue))
+        state = self._queues.get(wire)
+        if state is None:
+            raise ConsumerStateError(f"{queue} is not assigned to this consumer")
+        low, high = await self._core.min_offset(wire), await self._core.max_offset(wire)
+        if not low <= offset <= high:
+            raise InvalidOffsetError(f"seek offset {offset} of {queue} is outside [{low}, {high}]")
+        state = self._queues.get(wire)
+        if state is None:
+            raise ConsumerStateError(f"{queue} was released while seeking")
+        state.epoch += 1
+        state.seek_offset = offset
+        state.consume_offset = offset
+        state.pq.clear()
+        self._core.offsets.update(wire, offset, increase_only=False)
+        self._restart(state)
+
+    async def seek_to_begin(self, queue: MessageQueue) -> int:
+        """Seek to the queue's first stored message; returns that offset."""
+        self._check_running()
+        offset = await self._core.min_offset(self._core.wire_queue(_as_queue(queue)))
+        await self.seek(queue, offset)
+        return offset
+
+    async def seek_to_end(self, queue: MessageQueue) -> int:
+        """Seek past the queue's last message (only new messages follow); returns that offset."""
+        self._check_running()
+        offset = await self._core.max_offset(self._core.wire_queue(_as_queue(queue)))
+        await self.seek(queue, offset)
+        return offset
+
+    async def seek_by_timestamp(self, queue: MessageQueue, timestamp: Any) -> int:
+        """Seek to the first message stored at or after ``timestamp`` (epoch ms, datetime, ISO text or
+        ``yyyyMMddHHmmss``), as the broker's SEARCH_OFFSET_BY_TIMESTAMP finds it; returns that offset."""
+        offset = await self.offset_for_timestamp(queue, timestamp)
+        await self.seek(queue, offset)
+        return offset
+
+    async def offset_for_timestamp(self, queue: MessageQueue, timestamp: Any) -> int:
+        self._check_running()
+        return await self._core.search_offset(
+            self._core.wire_queue(_as_queue(queue)), timestamp_ms(timestamp)
+        )
+
+    async def min_offset(self, queue: MessageQueue) -> int:
+        self._check_running()
+        return await self._core.min_offset(self._core.wire_queue(_as_queue(queue)))
+
+    async def max_offset(self, queue: MessageQueue) -> int:
+        self._check_running()
+        return await self._core.max_offset(self._core.wire_queue(_as_queue(queue)))
+
+    async def fetch_message_queues(self, topic: str) -> list[MessageQueue]:
+        """Every readable queue of ``topic`` (for ``assign``)."""
+        self._check_running()
+        queues = await self._core.client.routes.refresh(self._core.wire_topic(topic))
+        if queues is None:
+            raise ConsumerError(f"topic {topic!r} does not exist on any NameServer")
+        return [self._core.user_queue(q) for q in queues]
+
+    # -- internals: assignment -----------------------------------------------------------------------------
+
+    def _check_running(self) -> None:
+        if self._state != "running":
+            raise ConsumerStateError(f"the consumer is not running ({self._state}); call start() first")
+
+    def _topics(self) -> list[str]:
+        if self._mode == "assign":
+            return sorted({q.topic or "" for q in self._assigned_wanted})
+        return self._core.subscriptions.topics()
+
+    def _apply_assignment(self) -> None:
+        wanted = set(self._assigned_wanted)
+        for queue in list(self._queues):
+            if queue not in wanted:
+                state = self._queues.pop(queue)
+                state.pq.drop()
+                self._core.client.spawn(self._stop_fetcher(state), "stop-fetcher")
+        for queue in self._assigned_wanted:
+            if queue not in self._queues:
+                self._add(queue)
+
+    def _add(self, queue: MessageQueue) -> _Queue:
+        state = _Queue(queue)
+        self._queues[queue] = state
+        self._restart(state)
+        return state
+
+    def _owned(self, topic: str) -> set[MessageQueue]:
+        return {queue for queue in self._queues if queue.topic == topic}
+
+    async def _release(self, queue: MessageQueue) -> bool:
+        state = self._queues.pop(queue, None)
+        if state is None:
+            return True
+        state.pq.drop()
+        await self._stop_fetcher(state)
+        offsets = self._core.offsets
+        if self.auto_commit and state.consume_offset >= 0:
+            offsets.update(queue, state.consume_offset, increase_only=False)
+        try:
+            await offsets.persist(queue)
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning("committing the offset of released %s failed: %s", queue, exc)
+        offsets.remove(queue)
+        self._core.puller.forget(queue)
+        return True
+
+    async def _acquire(self, queue: MessageQueue) -> bool:
+        self._core.offsets.remove(queue)
+        self._add(queue)
+        return True
+
+    async def _changed(self, topic: str, all_queues: list[MessageQueue], owned: list[MessageQueue]) -> None:
+        """Nothing to announce: lite pulls carry their subscription."""
+
+    def _user_listener(self, topic: str, all_queues: list[MessageQueue], owned: list[MessageQueue]) -> None:
+        if self._rebalance_listener is not None:
+            core = self._core
+            self._rebalance_listener(
+                core.user_queue(MessageQueue(topic=topic)).topic or topic,
+                [core.user_queue(q) for q in all_queues],
+                [core.user_queue(q) for q in owned],
+            )
+
+    def _commit_consumed(self) -> list[MessageQueue]:
+        """Move every queue's consumed offset into the offset store (persisted by the timer)."""
+        committed = []
+        for queue, state in self._queues.items():
+            if state.consume_offset >= 0 and not state.pq.dropped:
+                self._core.offsets.update(queue, state.consume_offset, increase_only=False)
+                committed.append(queue)
+        return committed
+
+    async def _persist_offsets(self) -> None:
+        await self._core.offsets.persist_all(list(self._queues))
+
+    async def _after_subscription_change(self) -> None:
+        await self._core.refresh_subscribed_routes()
+        await self._core.client.heartbeat_all()
+        if self._rebalancer is not None:
+            self._rebalancer.request()
+
+    async def _on_ids_changed(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        if self._rebalancer is not None:
+            self._rebalancer.request()
+        return None
+
+    # -- internals: fetching -------------------------------------------------------------------------------
+
+    def _restart(self, state: _Queue) -> None:
+        """(Re)start the fetcher of a queue; the old one's results are recognised by its epoch and ignored."""
+        old = state.task
+        if old is not None and not old.done():
+            old.cancel()
+        self._buffer = collections.deque(b for b in self._buffer if b.state is not state)
+        if self._state != "running" or state.pq.dropped:
+            state.task = None
+            return
+        state.task = asyncio.get_running_loop().create_task(
+            self._fetch(state), name=f"fetch-{state.queue.topic}-{state.queue.queue_id}"
+        )
+
+    async def _stop_fetcher(self, state: _Queue) -> None:
+        task, state.task = state.task, None
+        if task is not None and task is not asyncio.current_task():
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def _flow_controlled(self, state: _Queue) -> bool:
+        config = self.config
+        pq = state.pq
+        return (
+            len(self._buffer) * config.pull_batch_size > config.pull_threshold_for_all
+            or pq.count > config.pull_threshold_for_queue
+            or pq.size_bytes > config.pull_threshold_size_for_queue_mib * 1024 * 1024
+            or pq.max_span > config.consume_max_span
+        )
+
+    def _spec(self, queue: MessageQueue) -> tuple[commands.PullSpec, frozenset[str] | None]:
+        core = self._core
+        config = core.config
+        subscription = core.subscriptions.get(queue.topic or "") if self._mode == "subscribe" else None
+        if subscription is None:
+            subscription = build_subscription(queue.topic or "", SUB_ALL)
+        spec = commands.PullSpec(
+            group=core.wire_group,
+            max_nums=config.pull_batch_size,
+            sys_flag=sysflag.build_pull_sys_flag(suspend=True, subscription=True, lite_pull=True),
+            commit_offset=0,
+            suspend_timeout_ms=config.broker_suspend_max_ms or LITE_BROKER_SUSPEND_MS,
+            subscription=subscription.sub_string,
+            sub_version=0,
+            expression_type=subscription.expression_type,
+            max_msg_bytes=_NO_BYTE_LIMIT if commands.is_v5(config.version) else None,
+            lite=True,
+        )
+        return spec, tag_filter(subscription)
+
+    async def _next_offset(self, state: _Queue) -> int | None:
+        if state.seek_offset >= 0:
+            offset, state.seek_offset = state.seek_offset, -1
+            state.pull_offset = offset
+            return offset
+        if state.pull_offset >= 0:
+            return state.pull_offset
+        start = await self._core.start_offset(state.queue)
+        if start is not None and start >= 0:
+            state.pull_offset = start
+            return start
+        return None
+
+    async def _fetch(self, state: _Queue) -> None:
+        config = self.config
+        delay_ms = (
+            LITE_DELAY_WHEN_EXCEPTION_MS
+            if config.pull_delay_when_exception_ms is None
+            else config.pull_delay_when_exception_ms
+        )
+        while not state.pq.dropped and not state.paused and self._state == "running":
+            if self._flow_controlled(state):
+                await state.pq.wait_for_room(FLOW_CONTROL_DELAY_MS / 1000)
+                continue
+            epoch = state.epoch
+            offset = await self._next_offset(state)
+            if offset is None:
+                await asyncio.sleep(delay_ms / 1000)
+                continue
+            spec, tags = self._spec(state.queue)
+            try:
+                result = await self._core.puller.pull(
+                    state.queue, offset, spec, tags, config.consumer_timeout_when_suspend_ms
+                )
+            except (ConsumerError, RemotingError) as exc:
+                logger.warning("pull of %s failed: %s", state.queue, exc)
+                await asyncio.sleep(delay_ms / 1000)
+                continue
+            if state.pq.dropped or state.epoch != epoch:
+                continue
+            if result.status is PullStatus.FOUND and result.messages:
+                state.pq.put(result.messages)
+                self._buffer.append(_Batch(result.messages, state, epoch))
+                self._available.set()
+            elif result.status is PullStatus.OFFSET_ILLEGAL:
+                logger.warning(
+                    "offset %d of %s is out of range; continuing at %d",
+                    offset,
+                    state.queue,
+                    result.next_begin_offset,
+                )
+            state.pull_offset = result.next_begin_offset
+
+
+def _as_queue(queue: Any) -> MessageQueue:
+    """Accept the wire ``MessageQueue`` or anything with the same three attributes (the producer's)."""
+    if isinstance(queue, MessageQueue):
+        return queue
+    return MessageQueue(topic=queue.topic, broker_name=queue.broker_name, queue_id=queue.queue_id)

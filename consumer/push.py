@@ -1,0 +1,552 @@
+"""The push consumer: the group's queues are shared among its members and their messages handed to a
+handler as they arrive (Java's ``DefaultMQPushConsumer``).
+
+Usage::
+
+    consumer = PushConsumer("OrderHandlers", "ns1:9876;ns2:9876")
+    consumer.subscribe("Orders", "created || paid")
+    consumer.register_listener(handle)          # async def handle(messages, context) -> ConsumeStatus
+    await consumer.start()
+    ...
+    await consumer.shutdown()                   # commits what was handled, leaves the group
+
+The parts: :mod:`.rebalance` decides the queues, a :class:`~consumer.queue_reader.QueueReader` per queue
+pulls, :mod:`.consume_concurrently` or :mod:`.consume_orderly` calls the handler, :mod:`.offset_store`
+commits every 5 s and at shutdown.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+import time
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any, Self
+
+from consumer import commands
+from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
+from consumer.config import AllocateStrategyName, ConsumerConfig
+from consumer.consume_concurrently import ConcurrentConsumeService
+from consumer.consume_orderly import OrderlyConsumeService
+from consumer.core import ConsumerCore, merged_config, parse_message_model
+from consumer.errors import ConsumerError, ConsumerStateError
+from consumer.listener import ConsumeStatus
+from consumer.positioning import consume_from_where, timestamp_ms
+from consumer.process_queue import ProcessQueue
+from consumer.queue_reader import QueueReader, ReaderHooks
+from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
+from consumer.subscription import tag_filter
+from producer.timers import run_periodically
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.headers.consumer import NotifyConsumerIdsChangedRequestHeader
+from rocketmq_wire.message import MessageExt, sysflag
+from rocketmq_wire.transport import Connection, Handler, RemotingError
+
+logger = logging.getLogger("consumer.push")
+
+#: ``async def handler(messages, context) -> ConsumeStatus``; ``context`` is a
+#: :class:`~consumer.listener.ConsumeConcurrentlyContext` or, for orderly handlers, a
+#: :class:`~consumer.listener.ConsumeOrderlyContext`.
+MessageHandler = Any
+
+
+class PushConsumer:
+    """A member of a consumer group whose messages are pushed to a handler.
+
+    ``message_model``: CLUSTERING (each message to one member; progress kept by the brokers) or BROADCASTING
+    (every member gets everything; progress kept in a local file). ``allocate_strategy``: ``averagely``,
+    ``circle``, ``by_config`` (with ``allocate_queues``) or any :class:`~consumer.allocate.AllocateStrategy`.
+    ``consume_from``: where a queue the group never committed on starts -- ``LAST_OFFSET``, ``FIRST_OFFSET``
+    or ``TIMESTAMP`` (then ``consume_timestamp``, by default 30 minutes ago).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        message_model: MessageModel | str = MessageModel.CLUSTERING,
+        allocate_strategy: AllocateStrategyName | str | AllocateStrategy = AllocateStrategyName.AVERAGELY,
+        allocate_queues: Sequence[MessageQueue] = (),
+        consume_from: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        consume_timestamp: Any = None,
+        config: ConsumerConfig | None = None,
+        rebalance_listener: RebalanceListener | None = None,
+        rng: random.Random | None = None,
+        namespace: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+        max_reconsume_times: int | None = None,
+        consume_workers: int | None = None,
+        consume_batch_max_size: int | None = None,
+        pull_batch_size: int | None = None,
+    ) -> None:
+        settings = merged_config(
+            config,
+            {
+                "namespace": namespace,
+                "access_key": access_key,
+                "secret_key": secret_key,
+                "max_reconsume_times": max_reconsume_times,
+                "consume_workers": consume_workers,
+                "consume_batch_max_size": consume_batch_max_size,
+                "pull_batch_size": pull_batch_size,
+            },
+        )
+        self._core = ConsumerCore(
+            group,
+            namesrv,
+            config=settings,
+            model=parse_message_model(message_model),
+            consume_type=ConsumeType.CONSUME_PASSIVELY,
+            consume_from=consume_from_where(consume_from),
+            timestamp_ms=timestamp_ms(consume_timestamp),
+            rng=rng,
+        )
+        if isinstance(allocate_strategy, str):
+            self._strategy = strategy_named(
+                allocate_strategy, [self._core.wire_queue(q) for q in allocate_queues]
+            )
+        else:
+            self._strategy = allocate_strategy
+        self._rebalance_listener = rebalance_listener
+        self._handler: MessageHandler | None = None
+        self._orderly = False
+        self._readers: dict[MessageQueue, QueueReader] = {}
+        self._pending_start: list[QueueReader] = []
+        self._announced: dict[str, int] = {}
+        self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
+        self._rebalancer: Rebalancer | None = None
+        self._stop = asyncio.Event()
+        self._timers: list[asyncio.Task[None]] = []
+        self._paused = False
+        self._state = "created"
+
+    # -- configuration -------------------------------------------------------------------------------------
+
+    @property
+    def group(self) -> str:
+        return self._core.group
+
+    @property
+    def config(self) -> ConsumerConfig:
+        return self._core.config
+
+    @property
+    def message_model(self) -> MessageModel:
+        return self._core.model
+
+    @property
+    def client_id(self) -> str:
+        """``ip@instance``, how brokers and the other members know this consumer (set by ``start``)."""
+        return self._core.client.client_id if self._core.started else ""
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Receive ``topic``'s messages whose tag ``expression`` names (``"TagA || TagB"``; ``"*"``: all)."""
+        self._core.subscriptions.subscribe(self._core.wire_topic(topic), expression)
+        if self._state == "running":
+            self._core.client.spawn(self._after_subscription_change(), "subscription-change")
+
+    def unsubscribe(self, topic: str) -> None:
+        wire = self._core.wire_topic(topic)
+        if self._core.subscriptions.unsubscribe(wire) and self._state == "running" and self._rebalancer:
+            self._core.client.spawn(self._rebalancer.release_all(wire), "unsubscribe")
+
+    def register_listener(self, handler: MessageHandler, *, orderly: bool = False) -> None:
+        """``async def handler(messages, context) -> ConsumeStatus``; ``orderly`` consumes each queue in
+        order, one batch at a time (clustering: under a broker lock)."""
+        if self._state != "created":
+            raise ConsumerStateError("register the listener before starting the consumer")
+        self._handler = handler
+        self._orderly = orderly
+
+    def assignment(self) -> list[MessageQueue]:
+        """The queues this consumer reads now (retry queues included), as the user names their topics."""
+        return sorted_queues(self._core.user_queue(q) for q, r in self._readers.items() if not r.pq.dropped)
+
+    def suspend(self) -> None:
+        """Stop pulling (messages already pulled are still handled) until :meth:`resume`."""
+        self._paused = True
+
+    def resume(self) -> None:
+        self._paused = False
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.shutdown()
+
+    async def start(self) -> None:
+        """Join the group: heartbeat the brokers, rebalance, start pulling and consuming."""
+        if self._state != "created":
+            raise ConsumerStateError(f"the consumer was already started ({self._state})")
+        if self._handler is None:
+            raise ConsumerStateError("register a listener before starting the consumer")
+        core = self._core
+        if core.model == MessageModel.CLUSTERING:
+            core.subscriptions.add_retry(core.wire_group)
+        self._state = "starting"
+        handlers: dict[int, Handler] = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed}
+        await core.open(handlers, core.subscriptions.topics)
+        self._service = self._make_service()
+        self._service.start()
+        self._rebalancer = Rebalancer(
+            client=core.client,
+            group=core.wire_group,
+            model=core.model,
+            strategy=self._strategy,
+            topics=core.subscriptions.topics,
+            owner=QueueOwner(
+                owned=self._owned, release=self._release, acquire=self._acquire, changed=self._changed
+            ),
+            listener=self._user_listener,
+        )
+        await core.refresh_subscribed_routes()
+        await self._announce()
+        self._stop.clear()
+        loop = asyncio.get_running_loop()
+        config = core.config
+        self._timers = [
+            loop.create_task(self._rebalancer.run(self._stop, config.rebalance_interval_ms)),
+            loop.create_task(
+                run_periodically(
+                    config.persist_offset_interval_ms, self._persist_offsets, "offsets", self._stop
+                )
+            ),
+        ]
+        if self._orderly and core.model == MessageModel.CLUSTERING:
+            self._timers.append(
+                loop.create_task(
+                    run_periodically(config.lock_interval_ms, self._lock_all, "locks", self._stop)
+                )
+            )
+        self._state = "running"
+        logger.info(
+            "push consumer %s started as client %s (%s, %s)",
+            core.wire_group,
+            core.client.client_id,
+            core.model.value,
+            "orderly" if self._orderly else "concurrently",
+        )
+
+    async def shutdown(self) -> None:
+        """Stop pulling, let handler calls under way finish, commit, leave the group; idempotent."""
+        if self._state != "running":
+            self._state = "stopped"
+            return
+        self._state = "stopping"
+        core = self._core
+        self._stop.set()
+        if self._rebalancer is not None:
+            self._rebalancer.stop()
+        await asyncio.gather(*self._timers, return_exceptions=True)
+        readers = list(self._readers.values())
+        await asyncio.gather(*(reader.stop() for reader in readers))
+        assert self._service is not None
+        await self._service.shutdown(core.config.await_termination_ms)
+        owned = [queue for queue, reader in self._readers.items() if not reader.pq.dropped]
+        for reader in readers:
+            reader.pq.drop()
+        try:
+            await core.offsets.persist_all(owned, oneway=False)
+        except Exception:
+            logger.exception("group %s: committing offsets at shutdown failed", core.wire_group)
+        if self._orderly and core.model == MessageModel.CLUSTERING:
+            await self._unlock(owned)
+        await core.client.unregister_all(core.wire_group)
+        await core.close()
+        self._readers.clear()
+        self._state = "stopped"
+        logger.info("push consumer %s (client %s) shut down", core.wire_group, core.client.client_id)
+
+    async def rebalance(self) -> None:
+        """Run a rebalance round now (brokers trigger them when members come and go; this is for tests and
+        operators who cannot wait for the next round)."""
+        if self._rebalancer is None:
+            raise ConsumerStateError("the consumer is not started")
+        await self._rebalancer.rebalance()
+
+    # -- queue ownership (rebalance hooks) -----------------------------------------------------------------
+
+    def _owned(self, topic: str) -> set[MessageQueue]:
+        return {queue for queue in self._readers if queue.topic == topic}
+
+    async def _release(self, queue: MessageQueue) -> bool:
+        reader = self._readers.get(queue)
+        if reader is None:
+            return True
+        reader.pq.drop()
+        if self._orderly and self._core.model == MessageModel.CLUSTERING:
+            try:
+                async with asyncio.timeout(1):
+                    await reader.pq.consume_lock.acquire()
+            except TimeoutError:
+                logger.info("%s is still being consumed in order; releasing it later", queue)
+                return False
+            try:
+                await self._remove(queue, reader)
+                await self._unlock([queue])
+            finally:
+                reader.pq.consume_lock.release()
+            return True
+        await self._remove(queue, reader)
+        return True
+
+    async def _remove(self, queue: MessageQueue, reader: QueueReader) -> None:
+        await reader.stop()
+        self._readers.pop(queue, None)
+        self._core.puller.forget(queue)
+        offsets = self._core.offsets
+        try:
+            await offsets.persist(queue)
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning("committing the offset of released %s failed: %s", queue, exc)
+        offsets.remove(queue)
+
+    async def _acquire(self, queue: MessageQueue) -> bool:
+        core = self._core
+        locked = False
+        if self._orderly and core.model == MessageModel.CLUSTERING:
+            locked = queue in await self._lock(queue.broker_name or "", [queue])
+            if not locked:
+                return False
+        core.offsets.remove(queue)
+        offset = await core.start_offset(queue)
+        if offset is None or offset < 0:
+            return False
+        pq = ProcessQueue()
+        pq.mark_locked(locked)
+        reader = QueueReader(
+            queue,
+            pq,
+            offset,
+            config=core.config,
+            puller=core.puller,
+            offsets=core.offsets,
+            hooks=self._reader_hooks(),
+            orderly=self._orderly,
+            commit_offsets=core.model == MessageModel.CLUSTERING,
+        )
+        self._readers[queue] = reader
+        self._pending_start.append(reader)
+        return True
+
+    async def _changed(self, topic: str, all_queues: list[MessageQueue], owned: list[MessageQueue]) -> None:
+        """New queues start pulling only after the brokers heard the new subscription version, so no pull
+        is refused as "subscription not latest"."""
+        subscription = self._core.subscriptions.get(topic)
+        if subscription is not None:
+            subscription.sub_version = max(subscription.sub_version + 1, time.time_ns() // 1_000_000)
+        await self._announce()
+        pending, self._pending_start = self._pending_start, []
+        for reader in pending:
+            if not reader.pq.dropped:
+                reader.start()
+
+    def _user_listener(self, topic: str, all_queues: list[MessageQueue], owned: list[MessageQueue]) -> None:
+        if self._rebalance_listener is not None:
+            core = self._core
+            self._rebalance_listener(
+                core.user_queue(MessageQueue(topic=topic)).topic or topic,
+                [core.user_queue(q) for q in all_queues],
+                [core.user_queue(q) for q in owned],
+            )
+
+    # -- pulling -------------------------------------------------------------------------------------------
+
+    def _reader_hooks(self) -> ReaderHooks:
+        return ReaderHooks(
+            spec_for=self._pull_spec,
+            tags_for=lambda queue: tag_filter(self._core.subscriptions.get(queue.topic or "")),
+            deliver=self._deliver,
+            offset_moved=self._offset_moved,
+            paused=lambda: self._paused,
+        )
+
+    def _pull_spec(self, queue: MessageQueue) -> commands.PullSpec | None:
+        core = self._core
+        subscription = core.subscriptions.get(queue.topic or "")
+        if subscription is None:
+            return None
+        config = core.config
+        post = config.post_subscription_when_pull and not subscription.class_filter_mode
+        return commands.PullSpec(
+            group=core.wire_group,
+            max_nums=config.pull_batch_size,
+            sys_flag=sysflag.build_pull_sys_flag(
+                suspend=True, subscription=post, class_filter=subscription.class_filter_mode
+            ),
+            commit_offset=0,
+            suspend_timeout_ms=config.broker_suspend_max_ms or 15_000,
+            subscription=subscription.sub_string if post else None,
+            sub_version=self._announced.get(queue.topic or "", 0),
+            expression_type=subscription.expression_type,
+            max_msg_bytes=config.pull_batch_size_bytes if commands.is_v5(config.version) else None,
+        )
+
+    def _deliver(
+        self, messages: list[MessageExt], pq: ProcessQueue, queue: MessageQueue, dispatch: bool
+    ) -> None:
+        service = self._service
+        if isinstance(service, OrderlyConsumeService):
+            service.submit(messages, pq, queue, dispatch)
+        elif service is not None:
+            service.submit(messages, pq, queue)
+
+    async def _offset_moved(self, queue: MessageQueue, next_offset: int) -> None:
+        """The broker says the queue's offset is out of range: commit the offset it suggests, give the
+        queue up and let the next round take it again from there."""
+        offsets = self._core.offsets
+        offsets.update_and_freeze(queue, next_offset)
+        try:
+            await offsets.persist(queue)
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning("committing the corrected offset of %s failed: %s", queue, exc)
+        moved = self._readers.pop(queue, None)
+        if moved is not None:
+            self._core.client.spawn(moved.stop(), "stop-reader")
+        offsets.remove(queue)
+        if self._rebalancer is not None:
+            self._rebalancer.request()
+
+    # -- consuming -----------------------------------------------------------------------------------------
+
+    def _make_service(self) -> ConcurrentConsumeService | OrderlyConsumeService:
+        core = self._core
+        handler = self._wrapped_handler()
+        if self._orderly:
+            return OrderlyConsumeService(
+                group=core.wire_group,
+                model=core.model,
+                handler=handler,
+                config=core.config,
+                offsets=core.offsets,
+                send_back=self._send_back,
+                lock_one=self._lock_one,
+            )
+        return ConcurrentConsumeService(
+            group=core.wire_group,
+            model=core.model,
+            handler=handler,
+            config=core.config,
+            offsets=core.offsets,
+            send_back=self._send_back,
+        )
+
+    def _wrapped_handler(self) -> Any:
+        """The user's handler, seeing topics and queues without the namespace."""
+        handler = self._handler
+        core = self._core
+        if not core.config.namespace:
+            return handler
+
+        async def call(messages: list[MessageExt], context: Any) -> ConsumeStatus | None:
+            context.message_queue = core.user_queue(context.message_queue)
+            assert handler is not None
+            return await handler(core.user_messages(messages), context)  # type: ignore[no-any-return]
+
+        return call
+
+    async def _send_back(self, message: MessageExt, queue: MessageQueue, delay_level: int) -> bool:
+        core = self._core
+        message.topic = core.wire_topic(message.topic)
+        try:
+            addr = await core.client.master_of(queue)
+            await core.client.api.send_back(
+                addr,
+                message,
+                group=core.wire_group,
+                delay_level=delay_level,
+                max_reconsume_times=core.config.concurrent_max_reconsume_times()
+                if not self._orderly
+                else core.config.orderly_max_reconsume_times(),
+                broker_name=queue.broker_name,
+            )
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning("sending message %s back failed: %s", message.client_msg_id, exc)
+            return False
+        return True
+
+    # -- locks (orderly, clustering) -----------------------------------------------------------------------
+
+    async def _lock(self, broker_name: str, queues: list[MessageQueue]) -> set[MessageQueue]:
+        core = self._core
+        try:
+            addr = await core.client.master_of(queues[0])
+            return set(await core.client.api.lock(addr, core.wire_group, core.client.client_id, queues))
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning("locking %d queues on broker %s failed: %s", len(queues), broker_name, exc)
+            return set()
+
+    async def _lock_one(self, queue: MessageQueue) -> bool:
+        reader = self._readers.get(queue)
+        locked = queue in await self._lock(queue.broker_name or "", [queue])
+        if reader is not None:
+            reader.pq.mark_locked(locked)
+        return locked
+
+    async def _lock_all(self) -> None:
+        """Renew the locks of every owned queue, broker by broker (every 20 s)."""
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for queue, reader in self._readers.items():
+            if not reader.pq.dropped:
+                by_broker.setdefault(queue.broker_name or "", []).append(queue)
+        for broker_name, queues in by_broker.items():
+            locked = await self._lock(broker_name, queues)
+            for queue in queues:
+                held = self._readers.get(queue)
+                if held is not None:
+                    held.pq.mark_locked(queue in locked)
+
+    async def _unlock(self, queues: list[MessageQueue]) -> None:
+        core = self._core
+        by_broker: dict[str, list[MessageQueue]] = {}
+        for queue in queues:
+            by_broker.setdefault(queue.broker_name or "", []).append(queue)
+        for broker_name, batch in by_broker.items():
+            try:
+                addr = await core.client.master_of(batch[0])
+                await core.client.api.unlock(
+                    addr, core.wire_group, core.client.client_id, batch, oneway=False
+                )
+            except (ConsumerError, RemotingError) as exc:
+                logger.warning("unlocking queues on broker %s failed: %s", broker_name, exc)
+
+    # -- background ----------------------------------------------------------------------------------------
+
+    async def _announce(self) -> None:
+        """Heartbeat every broker; pulls then carry the subscription versions the brokers now know."""
+        versions = {data.topic or "": data.sub_version for data in self._core.subscriptions.data()}
+        await self._core.client.heartbeat_all()
+        self._announced.update(versions)
+
+    async def _persist_offsets(self) -> None:
+        owned = [queue for queue, reader in self._readers.items() if not reader.pq.dropped]
+        await self._core.offsets.persist_all(owned)
+
+    async def _after_subscription_change(self) -> None:
+        await self._core.refresh_subscribed_routes()
+        await self._announce()
+        if self._rebalancer is not None:
+            self._rebalancer.request()
+
+    async def _on_ids_changed(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        try:
+            group = request.read_header(NotifyConsumerIdsChangedRequestHeader).consumer_group
+        except Exception:
+            group = None
+        logger.info("group %s changed (broker %s); rebalancing", group, conn.remote_address)
+        if self._rebalancer is not None:
+            self._rebalancer.request()
+        return None
