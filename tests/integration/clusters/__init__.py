@@ -18,5 +18,5 @@ other). Unavailable ones skip with the missing thing as the reason.
 Modules: ``processes`` (process groups, stop by pid, free ports), ``launch`` (what a start-up owns),
 ``configs`` (broker.conf settings shared by all brokers), ``python_servers``, ``apache_binaries``,
 ``apache_docker``, ``providers``, ``probe`` (cluster info, routes, readiness), ``readback`` (PULL_MESSAGE
-read-back), ``fixture``; ``python_broker_main`` runs the project's Broker from a broker.conf file.
+read-back), ``fixture``.
 """

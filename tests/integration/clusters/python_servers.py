@@ -1,7 +1,7 @@
 """The project's NameServer and Broker as real subprocesses on free loopback ports.
 
 Subprocesses rather than in-process servers: the scenarios then exercise the same start-up, signal handling
-and shutdown a user gets from ``rmq namesrv``, and a server bug cannot hang the test process.
+and shutdown a user gets from ``rmq namesrv`` and ``rmq broker``, and a server bug cannot hang the tests.
 """
 
 from __future__ import annotations
@@ -50,19 +50,42 @@ def start_namesrv(launch: Launch) -> NamesrvEndpoint:
     return NamesrvEndpoint(addr, "python")
 
 
-def broker_argv(config: Path) -> list[str]:
-    """How the project's Broker is started from a ``broker.conf``-style file."""
-    return [sys.executable, "-m", "tests.integration.clusters.python_broker_main", str(config)]
-
-
 def start_broker(launch: Launch, namesrv_addr: str) -> None:
-    """The project's Broker on a free loopback port with its store under the launch's work folder."""
+    """``rmq broker`` on a free loopback port with its store under the launch's work folder.
+
+    The settings without a command-line option (transaction check timing, disk ratio …) come from the same
+    ``broker.conf`` an Apache broker gets (``--config``); the options, which win over the file, repeat the
+    file's values.
+    """
     port = free_port()
+    store = launch.work_dir / "python-broker-store"
     settings = configs.broker_properties(
         listen_port=port,
         namesrv_addr=namesrv_addr,
-        store_dir=str(launch.work_dir / "python-broker-store"),
+        store_dir=str(store),
         extra={"listenHost": "127.0.0.1"},
     )
     config = configs.write_properties(launch.work_dir / "python-broker.conf", settings)
-    launch.process("python-broker", broker_argv(config), env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)
+    argv = [
+        sys.executable,
+        "-m",
+        "cli.main",
+        "broker",
+        "--config",
+        str(config),
+        "--store",
+        str(store),
+        "--namesrv",
+        namesrv_addr,
+        "--host",
+        "127.0.0.1",
+        "--broker-ip",
+        "127.0.0.1",
+        "--port",
+        str(port),
+        "--cluster",
+        settings["brokerClusterName"],
+        "--broker-name",
+        settings["brokerName"],
+    ]
+    launch.process("python-broker", argv, env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)
