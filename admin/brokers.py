@@ -3,10 +3,9 @@
 
 from __future__ import annotations
 
-from admin._pending_wire import parse_properties_text
 from admin.errors import AdminError
 from admin.rpc import AdminRpc, check
-from rocketmq_wire.bodies import KVTable
+from rocketmq_wire.bodies import KVTable, PropertiesBody
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
@@ -27,7 +26,6 @@ async def broker_config(rpc: AdminRpc, broker_addr: str) -> dict[str, str]:
     response = await rpc.server(broker_addr, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG))
     check(response, "broker config", broker_addr)
     try:
-        text = response.body.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise AdminError(f"the broker config from {broker_addr} is not UTF-8 text") from exc
-    return parse_properties_text(text)
+        return dict(PropertiesBody.from_text(response.body).properties)
+    except CodecError as exc:
+        raise AdminError(f"unreadable broker config from {broker_addr}: {exc}") from exc

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 
-from admin._pending_wire import ProducerConnection
 from admin.cluster import cluster_brokers, preferred_addr, topic_route
 from admin.errors import AdminError, ConsumerNotOnlineError
 from admin.models import (
@@ -21,7 +20,13 @@ from admin.models import (
     ResetMethod,
 )
 from admin.rpc import AdminRpc, check
-from rocketmq_wire.bodies import ConsumerConnection, ConsumeStats, ResetOffsetBody, TopicStatsTable
+from rocketmq_wire.bodies import (
+    ConsumerConnection,
+    ConsumeStats,
+    ProducerConnection,
+    ResetOffsetBody,
+    TopicStatsTable,
+)
 from rocketmq_wire.bodies.consumer import Connection
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.codes import RequestCode, ResponseCode

@@ -7,6 +7,7 @@ registers the topic again, then the NameServers' routes -- the order mqadmin use
 
 from __future__ import annotations
 
+from admin._pending_wire import ORDER_TOPIC_CONFIG
 from admin.cluster import cluster_brokers, kv_put, preferred_addr, topic_route
 from admin.errors import AdminError, TopicNotFoundError
 from admin.models import QueueOffsets, TopicDeleted, TopicStatus
@@ -28,8 +29,6 @@ from rocketmq_wire.topics import AUTO_CREATE_TOPIC, validate_topic
 #: mqadmin ``updateTopic`` defaults.
 DEFAULT_QUEUE_NUMS = 8
 DEFAULT_PERM = PERM_READ | PERM_WRITE
-#: The KV namespace ordered topics keep their queue layout in (``brokerName:queues;...``).
-ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
 
 
 def _checked_topic(topic: str) -> str:

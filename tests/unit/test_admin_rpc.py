@@ -9,10 +9,9 @@ from collections.abc import AsyncIterator
 import pytest
 
 from admin import Admin, AdminError, RequestRefusedError, UnreachableError
-from admin._pending_wire import ProducerConnection, parse_properties_text
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.acl import ACCESS_KEY, verify
-from rocketmq_wire.bodies import BrokerData, QueueData, TopicList, TopicRouteData
+from rocketmq_wire.bodies import BrokerData, ProducerConnection, QueueData, TopicList, TopicRouteData
 from rocketmq_wire.bodies.consumer import Connection as ConnectionBody
 from rocketmq_wire.transport import Connection, RemotingServer
 
@@ -128,13 +127,3 @@ async def test_admin_needs_a_namesrv_and_a_start() -> None:
     admin = Admin("127.0.0.1:9876")
     with pytest.raises(AdminError, match="not started"):
         await admin.topic_list()
-
-
-def test_broker_config_text_is_read_in_order() -> None:
-    text = "brokerName=broker-a\n# a comment\n\nmessageDelayLevel=1s 5s\nnamesrvAddr=a:1;b:2\nempty=\n"
-    assert list(parse_properties_text(text).items()) == [
-        ("brokerName", "broker-a"),
-        ("messageDelayLevel", "1s 5s"),
-        ("namesrvAddr", "a:1;b:2"),
-        ("empty", ""),
-    ]
