@@ -42,6 +42,7 @@ from broker.processors.consumer_manage import (
 )
 from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.offset_export import GetAllConsumerOffsetProcessor, GetAllDelayOffsetProcessor
+from broker.processors.producer_admin import GetProducerConnectionListProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor, ViewMessageByIdProcessor
 from broker.processors.queue_lock import LockBatchMqProcessor, UnlockBatchMqProcessor
@@ -268,6 +269,7 @@ class Broker:
             RequestCode.UPDATE_BROKER_CONFIG: UpdateBrokerConfigProcessor(self),
             RequestCode.GET_CONSUME_STATS: GetConsumeStatsProcessor(self),
             RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListProcessor(self),
+            RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListProcessor(self),
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoProcessor(self),
             RequestCode.QUERY_MESSAGE: QueryMessageProcessor(self),
             RequestCode.VIEW_MESSAGE_BY_ID: ViewMessageByIdProcessor(self),

@@ -12,12 +12,12 @@ from __future__ import annotations
 import dataclasses
 import enum
 import logging
-import re
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
 from broker.store import FlushDiskType, StoreConfig
+from rocketmq_wire.bodies.properties_text import PropertiesBody
 
 log = logging.getLogger("broker.config")
 
@@ -187,8 +187,8 @@ class BrokerConfig:
             yield f.metadata[_JAVA], render_java(value)
 
     def to_properties(self) -> str:
-        """The GET_BROKER_CONFIG body: ``key=value`` lines."""
-        return "".join(f"{key}={value}\n" for key, value in self.items())
+        """The GET_BROKER_CONFIG body: ``key=value`` lines, in the order a 4.x broker writes them."""
+        return PropertiesBody(properties=dict(self.items()), sorted_keys=False).to_text().decode("utf-8")
 
     def blacklisted(self, keys: Mapping[str, str]) -> list[str]:
         """Keys of an update that the blacklist forbids changing."""
@@ -245,22 +245,12 @@ def parse_java(text: str, kind: type) -> object:
     return text
 
 
-_PROPERTY_SPLIT = re.compile(r"\s*[=:]\s*|\s+")
-
-
 def parse_properties(text: str) -> dict[str, str]:
-    """``java.util.Properties.load`` for the simple files brokers use: ``key=value`` (or ``key: value``)
-    lines, ``#``/``!`` comments, blank lines ignored. Escapes and continuation lines are not supported."""
-    result: dict[str, str] = {}
-    for raw in text.splitlines():
-        line = raw.strip()
-        if not line or line[0] in "#!":
-            continue
-        parts = _PROPERTY_SPLIT.split(line, maxsplit=1)
-        key = parts[0]
-        value = parts[1] if len(parts) > 1 else ""
-        result[key] = value
-    return result
+    """A ``broker.conf`` / UPDATE_BROKER_CONFIG text (``Properties.load`` syntax) as a mapping.
+
+    Raises :class:`~rocketmq_wire.errors.CodecError` for text Java could not load either.
+    """
+    return dict(PropertiesBody.from_text(text).properties)
 
 
 def parse_delay_levels(text: str) -> list[int]:

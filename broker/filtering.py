@@ -2,42 +2,14 @@
 
 A consume-queue entry carries the hash code of the message's tag, so a ``TagA || TagB`` subscription is
 served by comparing hash codes without reading any message (Apache's ``ExpressionMessageFilter``). Two tags
-with equal hash codes both pass; clients check the tag text themselves, as Java's do.
+with equal hash codes both pass; clients check the tag text themselves, as Java's do. Building the
+subscription from an expression is the protocol's business (:mod:`rocketmq_wire.bodies.subscription`).
 """
 
 from __future__ import annotations
 
-from rocketmq_wire.bodies.heartbeat import EXPRESSION_TAG, SUB_ALL, SubscriptionData
-from rocketmq_wire.javahash import java_string_hash
-
-
-def _java_int(value: int) -> int:
-    value &= 0xFFFFFFFF
-    return value - 0x1_0000_0000 if value >= 0x8000_0000 else value
-
-
-def is_tag_type(expression_type: str | None) -> bool:
-    return expression_type is None or expression_type == "" or expression_type == EXPRESSION_TAG
-
-
-def build_subscription(topic: str, sub_string: str | None, expression_type: str | None) -> SubscriptionData:
-    """``FilterAPI.build``: ``*`` (or nothing) subscribes to all; otherwise ``||``-separated tags."""
-    if not is_tag_type(expression_type):
-        return SubscriptionData(topic=topic, sub_string=sub_string, expression_type=expression_type)
-    if sub_string is None or sub_string.strip() in ("", SUB_ALL):
-        return SubscriptionData(topic=topic, sub_string=SUB_ALL, expression_type=EXPRESSION_TAG)
-    tags: list[str] = []
-    for part in sub_string.split("||"):
-        tag = part.strip()
-        if tag and tag not in tags:
-            tags.append(tag)
-    return SubscriptionData(
-        topic=topic,
-        sub_string=sub_string,
-        tags_set=tags,
-        code_set=[_java_int(java_string_hash(tag)) for tag in tags],
-        expression_type=EXPRESSION_TAG,
-    )
+from rocketmq_wire.bodies.heartbeat import SUB_ALL, SubscriptionData
+from rocketmq_wire.bodies.subscription import is_tag_type, java_int
 
 
 def tag_codes(subscription: SubscriptionData | None) -> frozenset[int] | None:
@@ -48,8 +20,8 @@ def tag_codes(subscription: SubscriptionData | None) -> frozenset[int] | None:
         return None
     if subscription.sub_string is None or subscription.sub_string.strip() in ("", SUB_ALL):
         return None
-    return frozenset(_java_int(code) for code in subscription.code_set)
+    return frozenset(java_int(code) for code in subscription.code_set)
 
 
 def accepts(codes: frozenset[int] | None, tag_code: int) -> bool:
-    return codes is None or _java_int(tag_code) in codes
+    return codes is None or java_int(tag_code) in codes

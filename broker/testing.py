@@ -16,9 +16,9 @@ from typing import Any
 from broker.broker import Broker
 from broker.clock import Clock
 from broker.config import BrokerConfig
-from broker.filtering import build_subscription
 from rocketmq_wire import RemotingCommand, RequestCode
 from rocketmq_wire.bodies.heartbeat import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
+from rocketmq_wire.bodies.subscription import build_subscription
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.headers.pull import PullMessageRequestHeader
 from rocketmq_wire.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2

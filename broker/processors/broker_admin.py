@@ -12,9 +12,9 @@ import shutil
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from broker.config import parse_properties
-from rocketmq_wire import DEFAULT_VERSION, RemotingCommand, ResponseCode
+from rocketmq_wire import DEFAULT_VERSION, CodecError, RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.kv import KVTable
+from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.headers.admin import GetBrokerConfigResponseHeader
 from rocketmq_wire.transport import Connection
@@ -128,9 +128,9 @@ class UpdateBrokerConfigProcessor:
         broker = self._broker
         if request.body:
             try:
-                properties = parse_properties(request.body.decode("utf-8"))
-            except UnicodeDecodeError:
-                log.error("updateBrokerConfig from %s: the body is not UTF-8", conn.remote_address)
+                properties = dict(PropertiesBody.from_text(request.body).properties)
+            except CodecError as exc:
+                log.error("updateBrokerConfig from %s: %s", conn.remote_address, exc)
                 return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
             if broker.config.blacklisted(properties):
                 return request.make_response(

@@ -13,12 +13,14 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker import topics
-from broker.filtering import build_subscription, is_tag_type, tag_codes
+from broker.filtering import tag_codes
 from broker.processors.common import read_header
 from broker.store import GetMessageStatus
 from broker.subscription_groups import MASTER_ID
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.heartbeat import SubscriptionData
+from rocketmq_wire.bodies.subscription import build_subscription, is_tag_type
+from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_wire.message import sysflag
 from rocketmq_wire.transport import Connection
@@ -95,7 +97,13 @@ class PullMessageProcessor:
 
         subscription: SubscriptionData
         if sysflag.has_subscription(pull_flag):
-            subscription = build_subscription(topic, header.subscription, header.expression_type)
+            try:
+                subscription = build_subscription(topic, header.subscription, header.expression_type)
+            except CodecError:
+                log.warning("cannot parse the subscription %r of group %s", header.subscription, group)
+                return request.make_response(
+                    ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
+                )
         else:
             group_info = broker.consumer_manager.group(group)
             if group_info is None:

@@ -11,7 +11,12 @@ import pytest
 from broker import Broker, ManualClock
 from broker.testing import BrokerClient, running_broker
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_wire.bodies.consumer import ConsumerConnection, GetConsumerListByGroupResponseBody, GroupList
+from rocketmq_wire.bodies.consumer import (
+    ConsumerConnection,
+    GetConsumerListByGroupResponseBody,
+    GroupList,
+    ProducerConnection,
+)
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.stats import ConsumeStats
@@ -19,6 +24,7 @@ from rocketmq_wire.headers.consumer import (
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumeStatsRequestHeader,
+    GetProducerConnectionListRequestHeader,
     UnregisterClientRequestHeader,
 )
 from rocketmq_wire.headers.topic import QueryTopicConsumeByWhoRequestHeader
@@ -155,11 +161,19 @@ async def test_producer_groups_track_connections(broker: Broker) -> None:
         await client.heartbeat("producer-1", producer_groups=["Writers"])
         [member] = broker.producer_manager.members("Writers")
         assert member.client_id == "producer-1" and member.language == "PYTHON"
+        listing = GetProducerConnectionListRequestHeader(producer_group="Writers")
+        listed = await client.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, listing)
+        [connection] = ProducerConnection.from_json(listed.body).connection_set
+        assert connection.client_id == "producer-1" and connection.language == "PYTHON"
         await client.request(
             RequestCode.UNREGISTER_CLIENT,
             UnregisterClientRequestHeader(client_id="producer-1", producer_group="Writers"),
         )
         assert broker.producer_manager.members("Writers") == []
+        gone = await client.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, listing)
+        assert (
+            gone.code == ResponseCode.SYSTEM_ERROR and gone.remark == "the producer group[Writers] not exist"
+        )
 
 
 async def test_queue_locks_are_exclusive_until_they_expire(broker: Broker, clock: ManualClock) -> None:

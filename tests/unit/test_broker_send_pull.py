@@ -306,3 +306,28 @@ async def test_lite_pull_is_served_like_a_pull(client: BrokerClient) -> None:
     answer = await client.request(RequestCode.LITE_PULL_MESSAGE, header)
     assert answer.code == ResponseCode.SUCCESS
     assert [m.body for m in decode_messages(answer.body)] == [b"lite"]
+
+
+async def test_sql92_subscriptions_are_refused_as_apache_does_by_default(client: BrokerClient) -> None:
+    await client.send("Orders", b"x", queue_id=0)
+
+    def pull(expression: str) -> PullMessageRequestHeader:
+        return PullMessageRequestHeader(
+            consumer_group="sql",
+            topic="Orders",
+            queue_id=0,
+            queue_offset=0,
+            max_msg_nums=8,
+            sys_flag=sysflag.build_pull_sys_flag(subscription=True),
+            commit_offset=0,
+            suspend_timeout_millis=0,
+            subscription=expression,
+            sub_version=0,
+            expression_type="SQL92",
+        )
+
+    refused = await client.request(RequestCode.PULL_MESSAGE, pull("a > 5"))
+    assert refused.code == ResponseCode.SYSTEM_ERROR
+    assert refused.remark == "The broker does not support consumer to filter message by SQL92"
+    unparsable = await client.request(RequestCode.PULL_MESSAGE, pull(""))
+    assert unparsable.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
