@@ -1,6 +1,7 @@
 """The project's producer against every cluster: each way of sending, every message read back intact.
 
-Read-back uses plain PULL_MESSAGE (:mod:`tests.integration.clusters.readback`), so what is checked is what
+Messages are read back with the project's PullConsumer (:mod:`tests.integration.clusters.readback`); one
+scenario checks that plain PULL_MESSAGE requests see exactly the same records, so what is checked is what
 the broker stored: body, tags, keys and user properties, queue placement and order.
 """
 
@@ -15,7 +16,7 @@ from producer import Message, Producer, SendStatus
 from rocketmq_wire import SerializeType
 from rocketmq_wire.message import MessageExt
 from tests.integration.clusters.model import Cluster, unique_name
-from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.readback import read_topic, read_topic_raw
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
 
@@ -180,3 +181,23 @@ async def test_unicode_tags_keys_and_properties(cluster: Cluster, serialize_type
     assert result.status is SendStatus.SEND_OK
     [stored] = await read_topic(cluster.namesrv, topic, 1)
     assert_intact(message, stored)
+
+
+async def test_consumer_and_raw_pulls_see_the_same_records(cluster: Cluster) -> None:
+    """The PullConsumer used for read-back hides nothing and adds nothing: raw PULL_MESSAGE agrees."""
+    topic = unique_name("CrossCheck")
+    big = b"compressible " * 1000
+    async with Producer(unique_name("pg"), cluster.namesrv) as producer:
+        await producer.send(Message(topic, big, tags="big", keys=["large"]))
+        await producer.send(Message(topic, "ünïcode".encode(), properties={"städte": "東京"}))
+        await producer.send_batch([sample(topic, i) for i in range(5)])
+    through_consumer = await read_topic(cluster.namesrv, topic, 7)
+    raw = await read_topic_raw(cluster.namesrv, topic, 7)
+
+    def view(m: MessageExt) -> tuple[object, ...]:
+        # A consumer adds the queue's MIN_OFFSET/MAX_OFFSET to what it hands out, as Java's does.
+        properties = {k: v for k, v in m.properties.items() if k not in ("MIN_OFFSET", "MAX_OFFSET")}
+        return (m.queue_id, m.queue_offset, m.commit_log_offset, m.msg_id, m.body, properties)
+
+    assert [view(m) for m in through_consumer] == [view(m) for m in raw]
+    assert any(m.body == big and m.is_compressed for m in raw)

@@ -1,10 +1,10 @@
-"""Reading every message of a topic back with plain PULL_MESSAGE requests.
+"""Reading every message of a topic back, two independent ways.
 
-Deliberately independent of the project's consumer: the scenarios check what the *broker* stored, and a bug
-shared by a producer and a consumer of one project could otherwise cancel out. The route comes from the
-NameServer, each readable queue is pulled from offset 0 with the subscription in the request (no heartbeat
-needed: brokers build it from the request when the subscription flag is set), and bodies are decompressed by
-:func:`~rocketmq_wire.message.decode_messages`.
+:func:`read_topic` uses the project's :class:`consumer.PullConsumer` (every queue assigned, each from its
+first offset), as an application would. :func:`read_topic_raw` sends plain PULL_MESSAGE requests built from
+``rocketmq_wire`` headers and decodes the bodies with :func:`~rocketmq_wire.message.decode_messages`: it
+shares no code with the consumer, so a scenario comparing the two catches a bug that producer and consumer
+of one project could otherwise cancel out. Both return messages ordered by queue, then queue offset.
 """
 
 from __future__ import annotations
@@ -12,11 +12,13 @@ from __future__ import annotations
 import asyncio
 import time
 
+from consumer import ConsumeFromWhere, ConsumerError, MessageQueue, PullConsumer
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_wire.message import MessageExt, decode_messages, sysflag
 from rocketmq_wire.transport import RemotingClient
+from tests.integration.clusters.model import unique_name
 from tests.integration.clusters.probe import topic_route
 
 PULL_TIMEOUT_MS = 5000
@@ -78,11 +80,54 @@ async def pull_once(
     )
 
 
+def _ordered(messages: list[MessageExt]) -> list[MessageExt]:
+    return sorted(messages, key=lambda m: (m.queue_id, m.queue_offset))
+
+
 async def read_topic(
     namesrv: str, topic: str, expected: int, *, group: str | None = None, timeout_s: float = 15.0
 ) -> list[MessageExt]:
-    """Every message of ``topic``, once at least ``expected`` have arrived (polling until ``timeout_s``),
-    ordered by queue id and then queue offset."""
+    """Every message of ``topic`` through a :class:`~consumer.PullConsumer`, once at least ``expected`` have
+    arrived (polling until ``timeout_s``)."""
+    deadline = time.monotonic() + timeout_s
+    found: list[MessageExt] = []
+    consumer = PullConsumer(
+        group or unique_name("readback"),
+        namesrv,
+        consume_from=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        auto_commit=False,
+    )
+    async with consumer:
+        queues: list[MessageQueue] = []
+        while not queues:
+            try:
+                queues = await consumer.fetch_message_queues(topic)
+            except ConsumerError as exc:  # the broker has not registered the new topic yet
+                if time.monotonic() >= deadline:
+                    raise ReadBackError(f"no route to {topic} within {timeout_s:.0f} s: {exc}") from exc
+                await asyncio.sleep(ROUND_PAUSE_S)
+        consumer.assign(queues)
+        for queue in queues:
+            await consumer.seek_to_begin(queue)
+        while len(found) < expected:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise ReadBackError(
+                    f"{len(found)} of {expected} messages of {topic} arrived within {timeout_s:.0f} s "
+                    f"(queues {[q.queue_id for q in queues]})"
+                )
+            found += await consumer.poll(timeout=min(remaining, 1.0))
+    return _ordered(found)
+
+
+async def read_topic_raw(
+    namesrv: str, topic: str, expected: int, *, group: str | None = None, timeout_s: float = 15.0
+) -> list[MessageExt]:
+    """Every message of ``topic`` by plain PULL_MESSAGE requests, once at least ``expected`` have arrived.
+
+    The route comes from the NameServer; each readable queue is pulled from offset 0 with the subscription
+    in the request (brokers build it from there when the subscription flag is set: no heartbeat needed).
+    """
     group = group or f"readback-{topic}"[:120]
     deadline = time.monotonic() + timeout_s
     offsets: dict[tuple[str, int], int] = {}
@@ -102,7 +147,7 @@ async def read_topic(
                         break
             count = sum(len(messages) for messages in found.values())
             if count >= expected:
-                return [message for key in sorted(found) for message in found[key]]
+                return _ordered([message for messages in found.values() for message in messages])
             if time.monotonic() >= deadline:
                 raise ReadBackError(
                     f"{count} of {expected} messages of {topic} arrived within {timeout_s:.0f} s "
