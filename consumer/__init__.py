@@ -49,7 +49,7 @@ from consumer.errors import (
     OffsetNotFoundError,
 )
 from consumer.listener import ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeStatus
-from consumer.lite_pull import PullConsumer
+from consumer.lite_pull import PolledBatch, PullConsumer
 from consumer.push import PushConsumer
 from consumer.rebalance import RebalanceListener
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, MessageModel
@@ -73,6 +73,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "OffsetNotFoundError",
+    "PolledBatch",
     "PullConsumer",
     "PushConsumer",
     "RebalanceListener",

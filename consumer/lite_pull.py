@@ -70,6 +70,19 @@ class _Queue:
     task: asyncio.Task[None] | None = None
 
 
+@dataclasses.dataclass(frozen=True, slots=True)
+class PolledBatch:
+    """Messages of one queue, in offset order, as :meth:`PullConsumer.poll_batch` returns them."""
+
+    queue: MessageQueue
+    messages: list[MessageExt]
+
+    @property
+    def next_offset(self) -> int:
+        """The offset after the last message: what to commit once all of them are processed."""
+        return self.messages[-1].queue_offset + 1 if self.messages else -1
+
+
 @dataclasses.dataclass(slots=True)
 class _Batch:
     messages: list[MessageExt]
@@ -289,6 +302,12 @@ class PullConsumer:
         Messages of a queue come in offset order; a later batch of the same queue continues where the
         previous one ended.
         """
+        batch = await self.poll_batch(timeout)
+        return [] if batch is None else batch.messages
+
+    async def poll_batch(self, timeout: float = 5.0) -> PolledBatch | None:
+        """Like :meth:`poll`, but also says which queue the batch is from (to commit exact positions with
+        ``commit({queue: offset})``); ``None`` when nothing came within ``timeout`` seconds."""
         self._check_running()
         if timeout < 0:
             raise ValueError("timeout must not be negative")
@@ -310,16 +329,18 @@ class PullConsumer:
                 offset = state.pq.remove(batch.messages)
                 if offset >= 0:
                     state.consume_offset = offset
-                return self._core.user_messages(batch.messages)
+                return PolledBatch(
+                    self._core.user_queue(state.queue), self._core.user_messages(batch.messages)
+                )
             remaining = deadline - loop.time()
             if remaining <= 0 or self._state != "running":
-                return []
+                return None
             self._available.clear()
             try:
                 async with asyncio.timeout(remaining):
                     await self._available.wait()
             except TimeoutError:
-                return []
+                return None
 
     async def commit(
         self, offsets: Mapping[MessageQueue, int] | None = None, *, persist: bool = True
