@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 from broker import Broker
 from broker.testing import BrokerClient, config_for_tests
 from nameserver import NameServer
+from producer import Message, MessageQueue, Producer, SendResult
 from rocketmq_wire.codes import ResponseCode
 
 logger = logging.getLogger("spark_connector.testing")
@@ -135,6 +136,23 @@ class LocalCluster:
 
         self.call(create)
 
+    def send(
+        self, messages: Sequence[Message], *, queue_ids: Sequence[int] | None = None
+    ) -> list[SendResult]:
+        """Send ``messages`` one by one through a producer of this cluster (to ``queue_ids[i]`` if given)."""
+
+        async def send_all() -> list[SendResult]:
+            results = []
+            async with Producer("LocalClusterProducer", self.namesrv_address) as producer:
+                for index, message in enumerate(messages):
+                    queue = None
+                    if queue_ids is not None:
+                        queue = MessageQueue(message.topic, self.broker_name, queue_ids[index])
+                    results.append(await producer.send(message, queue=queue))
+            return results
+
+        return self.call(send_all)
+
     def queue_max_offsets(self, topic: str) -> dict[int, int]:
         """The next offset of every queue the broker stores for ``topic`` (so the message count per queue)."""
 
@@ -185,3 +203,20 @@ def local_spark(app_name: str = "rocketmq-connector", *, cores: int = 2) -> Any:
     spark.sparkContext.setLogLevel("WARN")
     register(spark)
     return spark
+
+
+def spark_unavailable_reason() -> str | None:
+    """None when a local Spark session can start here, else exactly what is missing (for test skips)."""
+    import importlib.util
+    import os
+    import shutil
+
+    if importlib.util.find_spec("pyspark") is None:
+        return "pyspark not installed: pip install -e '.[spark]'"
+    if importlib.util.find_spec("pyarrow") is None:
+        return "pyarrow not installed (Spark's Python data sources need it): pip install -e '.[spark]'"
+    java_home = os.environ.get("JAVA_HOME")
+    home_java = bool(java_home) and os.path.exists(os.path.join(java_home or "", "bin", "java"))
+    if shutil.which("java") is None and not home_java:
+        return "java not on PATH and JAVA_HOME not set (Spark 4 needs Java 17 or later)"
+    return None
