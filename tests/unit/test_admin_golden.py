@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from admin import Admin, ConsumerNotOnlineError
-from rocketmq_wire import LanguageCode, RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire import ExtFields, LanguageCode, RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.acl import ACCESS_KEY
 from rocketmq_wire.bodies import (
     BrokerData,
@@ -134,3 +134,71 @@ async def test_admin_requests_are_mqadmins_byte_for_byte(stand_in: StandIn) -> N
     for request in stand_in.requests:
         ours = _normalised(request)
         assert ours in captured.get(request.code, set()), f"no mqadmin frame like {ours!r}"
+
+
+def _apache_answers(capture: str) -> dict[int, RemotingCommand]:
+    """The first answer Apache's servers gave to a request of each code, in one capture."""
+    frames = load_golden()
+    asked = {(g.connection, g.opaque): g.code for g in frames if g.capture == capture and g.kind == "request"}
+    answers: dict[int, RemotingCommand] = {}
+    for golden in frames:
+        if golden.capture == capture and golden.kind == "response":
+            code = asked.get((golden.connection, golden.opaque))
+            if code is not None:
+                answers.setdefault(code, RemotingCommand.decode(golden.frame))
+    return answers
+
+
+class Replayer(StandIn):
+    """Routes and cluster info point at itself; everything else is answered with Apache's captured answer."""
+
+    def __init__(self, answers: dict[int, RemotingCommand]) -> None:
+        super().__init__()
+        self.answers = answers
+
+    async def handle(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        apache = self.answers.get(request.code)
+        if apache is None or request.code in (
+            RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            RequestCode.GET_BROKER_CLUSTER_INFO,
+        ):
+            return await super().handle(request, conn)
+        response = request.make_response(apache.code, apache.remark, body=apache.body)
+        response.ext_fields = ExtFields(apache.fields())
+        return response
+
+
+@pytest.mark.parametrize(
+    ("capture", "version", "unique_id", "queue_id"),
+    [
+        ("java498-json", "V4_9_8", "FD00000000000000000000000000000257935FFD2B276CA6F6C20000", 0),
+        ("java533-json", "V5_3_3", "FD00000000000000000000000000000237E95FFD2B276CBE45760000", 1),
+    ],
+)
+async def test_admin_reads_apaches_answers(capture: str, version: str, unique_id: str, queue_id: int) -> None:
+    answers = _apache_answers(capture)
+    replayer = Replayer(answers)
+    await replayer.server.start()
+    try:
+        async with Admin(replayer.server.address) as admin:
+            status = await admin.topic_status("GoldenTopic")
+            assert [(q.broker_name, q.queue_id, q.max_offset) for q in status.queues] == [
+                ("broker-a", i, 0) for i in range(4)
+            ]
+            assert (await admin.broker_runtime_stats(replayer.server.address))["brokerVersionDesc"] == version
+            config = await admin.broker_config(replayer.server.address)
+            assert (config["brokerName"], config["brokerClusterName"]) == ("broker-a", "DefaultCluster")
+            [by_key] = await admin.query_by_key("GoldenTopic", "key-1")
+            assert (by_key.unique_id, by_key.queue_id, by_key.tags) == (unique_id, queue_id, "TagA")
+            assert (by_key.keys, by_key.body) == (["key-1", "key-2"], b"hello golden")
+            assert by_key.properties["unicode"] == "你好-é"
+            [by_unique] = await admin.query_by_unique_key("GoldenTopic", unique_id)
+            assert by_unique.commit_log_offset == by_key.commit_log_offset
+            assert await admin.query_by_key("GoldenTopic", "key-that-the-index-shares") == []  # filtered out
+            with pytest.raises(ConsumerNotOnlineError):
+                await admin.consumer_connections("GoldenPush")
+            if RequestCode.GET_CONSUME_STATS in answers:  # 5.3.3 only: an empty table, as mqadmin reported
+                with pytest.raises(ConsumerNotOnlineError):
+                    await admin.consumer_progress("GoldenPullGroup")
+    finally:
+        await replayer.server.close()
