@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.cluster import ClusterInfo
@@ -18,6 +19,35 @@ from rocketmq_wire.transport import RemotingClient, RemotingError
 from tests.integration.clusters.processes import POLL_INTERVAL_S, StartupError
 
 REQUEST_TIMEOUT_MS = 3000
+
+T = TypeVar("T")
+
+
+async def eventually(
+    probe: Callable[[], Awaitable[T]],
+    accept: Callable[[T], bool],
+    *,
+    timeout_s: float,
+    what: str,
+    retry_on: tuple[type[Exception], ...] = (),
+) -> T:
+    """Call ``probe`` until ``accept`` takes its result (an exception of ``retry_on`` counts as "not yet"),
+    or fail after ``timeout_s`` naming ``what`` and the last result: brokers apply an admin change and tell
+    the NameServer a moment later, so a scenario asserts on the state it converges to."""
+    deadline = time.monotonic() + timeout_s
+    while True:
+        last: object
+        try:
+            result = await probe()
+        except retry_on as exc:
+            last = exc
+        else:
+            if accept(result):
+                return result
+            last = result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what}: not so after {timeout_s:.0f} s; last seen: {last!r}")
+        await asyncio.sleep(POLL_INTERVAL_S * 2)
 
 
 async def cluster_info(client: RemotingClient, namesrv: str) -> ClusterInfo:

@@ -1,0 +1,111 @@
+"""The project's Admin against every cluster: brokers, topics (create, status, delete), consumer progress.
+
+Brokers apply a topic change at once and tell the NameServer a moment later, so route checks wait for the
+state to converge (:func:`~tests.integration.clusters.probe.eventually`) instead of sleeping.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from admin import Admin, TopicNotFoundError, TopicStatus
+from consumer import ConsumeFromWhere, PullConsumer
+from producer import Message, Producer
+from rocketmq_wire.bodies.route import TopicRouteData
+from rocketmq_wire.message import MessageExt
+from tests.integration.clusters.model import Cluster, unique_name
+from tests.integration.clusters.probe import eventually
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+
+CONVERGE_S = 10.0
+
+
+def queue_counts(route: TopicRouteData) -> list[tuple[str | None, int | None, int | None]]:
+    return [(q.broker_name, q.read_queue_nums, q.write_queue_nums) for q in route.queue_datas]
+
+
+async def test_brokers_and_broker_config(cluster: Cluster) -> None:
+    async with Admin(cluster.namesrv) as admin:
+        [master] = await admin.brokers(cluster.cluster_name, masters_only=True)
+        info = await admin.cluster_info()
+        config = await admin.broker_config(master.addr)
+    assert (master.cluster, master.broker_name, master.broker_id) == (
+        cluster.cluster_name,
+        cluster.broker_name,
+        0,
+    )
+    assert master.addr == cluster.broker_addr
+    assert cluster.broker_name in info.cluster_addr_table[cluster.cluster_name]
+    assert config["brokerName"] == cluster.broker_name
+    assert config["brokerClusterName"] == cluster.cluster_name
+    assert config["listenPort"] == cluster.broker_addr.rsplit(":", 1)[1]
+    assert config["autoCreateTopicEnable"] == "true"
+
+
+async def test_create_send_status_delete_topic(cluster: Cluster) -> None:
+    topic = unique_name("AdminTopic")
+    async with Admin(cluster.namesrv) as admin:
+        written = await admin.create_topic(
+            topic, cluster=cluster.cluster_name, read_queue_nums=6, write_queue_nums=6
+        )
+        assert written == [cluster.broker_addr]
+        route = await eventually(
+            lambda: admin.topic_route(topic),
+            lambda r: queue_counts(r) == [(cluster.broker_name, 6, 6)],
+            timeout_s=CONVERGE_S,
+            what=f"route of {topic} with 6 queues",
+            retry_on=(TopicNotFoundError,),
+        )
+        assert [b.master_addr() for b in route.broker_datas] == [cluster.broker_addr]
+        assert topic in await admin.topic_list()
+
+        async with Producer(unique_name("pg"), cluster.namesrv) as producer:
+            for i in range(12):
+                await producer.send(Message(topic, f"status {i}".encode()))
+
+        def counted(status: TopicStatus) -> bool:
+            return sum(q.max_offset - q.min_offset for q in status.queues) == 12
+
+        status = await eventually(
+            lambda: admin.topic_status(topic), counted, timeout_s=CONVERGE_S, what=f"12 messages in {topic}"
+        )
+        assert sorted(q.queue_id for q in status.queues) == list(range(6))
+        assert {q.broker_name for q in status.queues} == {cluster.broker_name}
+
+        deleted = await admin.delete_topic(topic, cluster=cluster.cluster_name)
+        assert deleted.topic == topic and deleted.brokers == (cluster.broker_addr,)
+        assert deleted.namesrvs == (cluster.namesrv,)
+        with pytest.raises(TopicNotFoundError):
+            await admin.topic_route(topic)
+        assert topic not in await admin.topic_list()
+
+
+async def test_consumer_progress_after_a_group_has_read(cluster: Cluster) -> None:
+    topic = unique_name("Progress")
+    group = unique_name("cg")
+    async with Producer(unique_name("pg"), cluster.namesrv) as producer:
+        for i in range(10):
+            await producer.send(Message(topic, f"progress {i}".encode()))
+    read: list[MessageExt] = []
+    consumer = PullConsumer(group, cluster.namesrv, consume_from=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET)
+    consumer.subscribe(topic)
+    async with consumer:
+
+        async def poll_more() -> int:
+            read.extend(await consumer.poll(timeout=0.5))
+            return len(read)
+
+        await eventually(poll_more, lambda n: n >= 10, timeout_s=20, what=f"group {group} reads 10 messages")
+        await consumer.commit()
+    async with Admin(cluster.namesrv) as admin:
+        progress = await eventually(
+            lambda: admin.consumer_progress(group, topic),
+            lambda p: p.total_lag == 0 and sum(q.consumer_offset for q in p.queues) == 10,
+            timeout_s=CONVERGE_S,
+            what=f"group {group} caught up on {topic}",
+        )
+    assert sorted({m.body for m in read}) == sorted(f"progress {i}".encode() for i in range(10))
+    assert progress.group == group
+    assert {q.topic for q in progress.queues} == {topic}
+    assert sum(q.broker_offset for q in progress.queues) == 10
