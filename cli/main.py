@@ -6,6 +6,7 @@ import typer
 
 from cli.broker_cmd import broker
 from cli.cluster_cmds import broker_config, broker_stats, clusters, route
+from cli.consume_cmd import consume
 from cli.consumer_cmds import consumer_connections, consumer_progress, reset_offset
 from cli.errors import OneLineErrorsGroup
 from cli.inspect_cmd import inspect
@@ -33,6 +34,7 @@ def _root() -> None:
 
 app.command()(quickstart)
 app.command()(send)
+app.command()(consume)
 app.command()(route)
 app.command()(clusters)
 app.add_typer(topic_app, name="topic")

@@ -1,5 +1,5 @@
 """``rmq quickstart``: a NameServer and a Broker in this process, a topic, a few messages sent with the
-project's producer and read back with a pull -- the whole path in one command, nothing to install.
+project's producer and read back with its pull consumer -- the whole path in one command, nothing to install.
 
 The store goes to a temporary directory (deleted afterwards) unless ``--store`` names one. With
 ``--serve`` both servers keep running until Ctrl-C / SIGTERM, so other ``rmq`` commands, Java clients or
@@ -21,16 +21,20 @@ from typing import Annotated
 import typer
 from rich.console import Console
 
-from admin import Admin, PullStatus, TopicNotFoundError
+from admin import Admin, TopicNotFoundError
 from cli.common import out, quiet_logging, run_async
 from cli.errors import CliError, friendly
 from cli.local_cluster import LocalCluster, LocalClusterSettings
-from cli.render import broker_row, clusters_table, messages_table, route_table
+from cli.render import broker_row, clusters_table, messages_table, progress_table, route_table
+from consumer import ConsumeFromWhere, PullConsumer
 from producer import Message, Producer, SendResult
 from rocketmq_wire.message import MessageExt
 
 QUICKSTART_TOPIC = "QuickstartTopic"
+QUICKSTART_GROUP = "QuickstartConsumer"
 QUICKSTART_QUEUES = 4
+#: How long the read-back waits for every sent message before calling the quickstart failed.
+READ_BACK_TIMEOUT_S = 15.0
 
 
 @contextlib.asynccontextmanager
@@ -56,17 +60,25 @@ async def _until_stopped() -> None:
                 loop.remove_signal_handler(sig)
 
 
-async def _read_back(admin: Admin, topic: str, queues: int) -> list[MessageExt]:
-    """Every message of every queue, pulled from offset 0 until the broker has nothing newer."""
+async def _read_back(namesrv: str, topic: str, expected: int, timeout_s: float) -> list[MessageExt]:
+    """Every message of the topic, from the start of each queue, with the project's pull consumer.
+
+    It reads as group ``QUICKSTART_GROUP`` and commits what it read when it closes, so the group's
+    progress shows up (lag 0) afterwards.
+    """
     found: list[MessageExt] = []
-    for queue_id in range(queues):
-        offset = 0
-        while True:
-            result = await admin.pull(topic, queue_id, offset)
-            if result.status is not PullStatus.FOUND or result.next_begin_offset <= offset:
-                break
-            found.extend(result.messages)
-            offset = result.next_begin_offset
+    consumer = PullConsumer(
+        QUICKSTART_GROUP, namesrv, consume_from=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+    )
+    async with consumer:
+        queues = await consumer.fetch_message_queues(topic)
+        consumer.assign(queues)
+        for queue in queues:
+            await consumer.seek_to_begin(queue)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_s
+        while len(found) < expected and loop.time() < deadline:
+            found += await consumer.poll(timeout=max(0.0, min(1.0, deadline - loop.time())))
     return found
 
 
@@ -102,10 +114,11 @@ async def _run(console: Console, settings: LocalClusterSettings, topic: str, cou
                     sent.append(await producer.send(message))
             console.print(f"sent {len(sent)} messages with the project's producer")
 
-            read = await _read_back(admin, topic, QUICKSTART_QUEUES)
+            read = await _read_back(local.namesrv_address, topic, len(sent), READ_BACK_TIMEOUT_S)
             read.sort(key=lambda m: (m.queue_id, m.queue_offset))
-            console.print(f"read back {len(read)} of {len(sent)} messages with PULL_MESSAGE:")
+            console.print(f"read back {len(read)} of {len(sent)} messages with the project's pull consumer:")
             console.print(messages_table(read))
+            console.print(progress_table(await admin.consumer_progress(QUICKSTART_GROUP, topic)))
             console.print(route_table(topic, await admin.topic_route(topic)))
             rows = [broker_row(b, await admin.broker_runtime_stats(b.addr)) for b in await admin.brokers()]
             console.print(clusters_table(rows))

@@ -61,6 +61,7 @@ async def test_quickstart_round_trip_then_clean_stop() -> None:
     assert "sent 3 messages" in text
     assert "read back 3 of 3 messages" in text
     assert all(f"quickstart-{n} " in text for n in (1, 2, 3))  # each message's key in the read-back table
+    assert "Progress of QuickstartConsumer" in text and "total lag 0" in text  # the read-back committed
     assert "Route of QuickstartTopic" in text and "DefaultCluster" in text
     assert text.rstrip().endswith("NameServer and Broker stopped cleanly")
     assert "Traceback" not in text
