@@ -1,0 +1,130 @@
+"""``rmq clusters``, ``rmq route`` and ``rmq send`` against every cluster, as a user runs them.
+
+Each command runs as its own process (``python -m cli.main``), tables and ``--json`` alike; what ``send``
+sent is read back from the broker.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import sys
+from typing import Any
+
+import pytest
+
+from tests.integration.clusters.model import Cluster, unique_name
+from tests.integration.clusters.python_servers import REPO_ROOT, python_env
+from tests.integration.clusters.readback import read_topic
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+
+COMMAND_TIMEOUT_S = 20.0
+
+
+@dataclasses.dataclass(frozen=True)
+class Run:
+    returncode: int
+    stdout: str
+    stderr: str
+
+    @property
+    def output(self) -> str:
+        return self.stdout + self.stderr
+
+    def json(self) -> Any:
+        assert self.returncode == 0, self.output
+        return json.loads(self.stdout)
+
+
+async def rmq(*args: str) -> Run:
+    """``rmq ARGS`` in a process of its own; killed (and reaped) if it outlives its deadline."""
+    env = python_env()
+    env.pop("NAMESRV_ADDR", None)
+    env["COLUMNS"] = "250"  # tables are not cut to 80 columns when stdout is a pipe
+    process = await asyncio.create_subprocess_exec(
+        sys.executable,
+        "-m",
+        "cli.main",
+        *args,
+        stdout=asyncio.subprocess.PIPE,
+        stderr=asyncio.subprocess.PIPE,
+        stdin=asyncio.subprocess.DEVNULL,
+        env=env,
+        cwd=REPO_ROOT,
+    )
+    try:
+        async with asyncio.timeout(COMMAND_TIMEOUT_S):
+            stdout, stderr = await process.communicate()
+    finally:
+        if process.returncode is None:
+            with contextlib.suppress(ProcessLookupError):
+                process.kill()
+            await process.wait()
+    assert process.returncode is not None
+    return Run(process.returncode, stdout.decode(), stderr.decode())
+
+
+async def test_clusters(cluster: Cluster) -> None:
+    table = await rmq("clusters", "-n", cluster.namesrv)
+    assert table.returncode == 0, table.output
+    for expected in (cluster.cluster_name, cluster.broker_name, cluster.broker_addr):
+        assert expected in table.stdout
+    [row] = (await rmq("clusters", "-n", cluster.namesrv, "--json", "--cluster", cluster.cluster_name)).json()
+    assert (row["cluster"], row["broker_name"], row["broker_id"]) == (
+        cluster.cluster_name,
+        cluster.broker_name,
+        0,
+    )
+    assert row["addr"] == cluster.broker_addr
+    assert row["error"] is None, "the broker answered GET_BROKER_RUNTIME_INFO"
+    assert row["version"].startswith("V")
+    unknown = await rmq("clusters", "-n", cluster.namesrv, "--json", "--cluster", "NoSuchCluster")
+    assert unknown.returncode == 1
+    assert f"no cluster named 'NoSuchCluster' is registered (known: {cluster.cluster_name})" in unknown.stderr
+
+
+async def test_send_then_route(cluster: Cluster) -> None:
+    topic = unique_name("CliSend")
+    sent = await rmq(
+        "send", topic, "grüße from the cli", "--tags", "cli", "-k", "k1", "-k", "k2", "-p", "origin=rmq",
+        "-n", cluster.namesrv, "--json",
+    )  # fmt: skip
+    result = sent.json()
+    assert result["status"] == "SEND_OK"
+    assert (result["topic"], result["broker_name"]) == (topic, cluster.broker_name)
+    table = await rmq("send", topic, "second", "-n", cluster.namesrv)
+    assert table.returncode == 0 and "SEND_OK" in table.stdout, table.output
+    many = (
+        await rmq(
+            "send", topic, "many", "--count", "20", "--concurrency", "4", "-n", cluster.namesrv, "--json"
+        )
+    ).json()
+    assert (many["summary"]["sent"], many["summary"]["failed"]) == (20, 0)
+
+    stored = await read_topic(cluster.namesrv, topic, 22)
+    [first] = [m for m in stored if m.unique_id == result["msg_id"]]
+    assert first.body == "grüße from the cli".encode()
+    assert (first.tags, first.keys, first.properties.get("origin")) == ("cli", ["k1", "k2"], "rmq")
+    assert (first.queue_id, first.queue_offset) == (result["queue_id"], result["queue_offset"])
+    assert sorted(m.body for m in stored if m.body == b"many") == [b"many"] * 20
+
+    route = (await rmq("route", topic, "-n", cluster.namesrv, "--json")).json()
+    [broker] = route["brokerDatas"]
+    assert (broker["brokerName"], broker["cluster"]) == (cluster.broker_name, cluster.cluster_name)
+    assert broker["brokerAddrs"]["0"] == cluster.broker_addr
+    [queues] = route["queueDatas"]
+    assert queues["brokerName"] == cluster.broker_name and queues["writeQueueNums"] >= 1
+    text = await rmq("route", topic, "-n", cluster.namesrv)
+    assert text.returncode == 0 and cluster.broker_addr in text.stdout, text.output
+
+
+async def test_route_of_an_unknown_topic_fails_readably(cluster: Cluster) -> None:
+    topic = unique_name("NoSuchTopic")
+    for extra in ([], ["--json"]):
+        run = await rmq("route", topic, "-n", cluster.namesrv, *extra)
+        assert run.returncode == 1
+        assert f"no route for topic '{topic}'" in run.output
+        assert "Traceback" not in run.output
