@@ -16,12 +16,11 @@ import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from broker import topics
 from broker.clock import Clock, wait_event
 from broker.message_service import MessageService, stored_properties
 from broker.store import GetMessageStatus, PutMessageStatus
 from broker.store.json_config import load_json_config, save_json_config
-from rocketmq_wire import fastjson
+from rocketmq_wire import fastjson, topics
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.stored import MessageExt, decode_message

@@ -13,10 +13,11 @@ import threading
 from collections.abc import Callable
 from typing import Any
 
-from broker import topics
 from broker.config import BrokerConfig
 from broker.store import TopicConfigStore
+from rocketmq_wire import topics
 from rocketmq_wire.bodies.topic_config import DataVersion, TopicConfig, TopicConfigSerializeWrapper
+from rocketmq_wire.perm import PERM_INHERIT, PERM_READ, PERM_WRITE, is_inherited, perm_to_string
 
 log = logging.getLogger("broker.topic_config")
 
@@ -53,7 +54,7 @@ def describe(config: TopicConfig) -> str:
     """``TopicConfig.toString`` as Apache's remarks and logs show it."""
     return (
         f"TopicConfig [topicName={config.topic_name}, readQueueNums={config.read_queue_nums}, "
-        f"writeQueueNums={config.write_queue_nums}, perm={topics.perm_to_string(config.perm)}, "
+        f"writeQueueNums={config.write_queue_nums}, perm={perm_to_string(config.perm)}, "
         f"topicFilterType={config.topic_filter_type}, topicSysFlag={config.topic_sys_flag}, "
         f"order={'true' if config.order else 'false'}]"
     )
@@ -95,7 +96,7 @@ class TopicConfigManager:
 
     def _system_topics(self) -> list[TopicConfig]:
         c = self._config
-        rw = topics.PERM_READ | topics.PERM_WRITE
+        rw = PERM_READ | PERM_WRITE
         found = [TopicConfig(topic_name=topics.SELF_TEST_TOPIC, read_queue_nums=1, write_queue_nums=1)]
         if c.auto_create_topic_enable:
             found.append(
@@ -103,7 +104,7 @@ class TopicConfigManager:
                     topic_name=topics.AUTO_CREATE_TOPIC,
                     read_queue_nums=c.default_topic_queue_nums,
                     write_queue_nums=c.default_topic_queue_nums,
-                    perm=topics.PERM_INHERIT | rw,
+                    perm=PERM_INHERIT | rw,
                 )
             )
         found.append(
@@ -114,7 +115,7 @@ class TopicConfigManager:
                 topic_name=c.broker_cluster_name,
                 read_queue_nums=16,
                 write_queue_nums=16,
-                perm=topics.PERM_INHERIT | (rw if c.cluster_topic_enable else 0),
+                perm=PERM_INHERIT | (rw if c.cluster_topic_enable else 0),
             )
         )
         found.append(
@@ -122,7 +123,7 @@ class TopicConfigManager:
                 topic_name=c.broker_name,
                 read_queue_nums=1,
                 write_queue_nums=1,
-                perm=topics.PERM_INHERIT | (rw if c.broker_topic_enable else 0),
+                perm=PERM_INHERIT | (rw if c.broker_topic_enable else 0),
             )
         )
         found.append(TopicConfig(topic_name=topics.OFFSET_MOVED_EVENT, read_queue_nums=1, write_queue_nums=1))
@@ -201,8 +202,8 @@ class TopicConfigManager:
                 return None
             perm = template.perm
             if default_topic == topics.AUTO_CREATE_TOPIC and not self._config.auto_create_topic_enable:
-                perm = topics.PERM_READ | topics.PERM_WRITE
-            if not topics.is_inherited(perm):
+                perm = PERM_READ | PERM_WRITE
+            if not is_inherited(perm):
                 log.warning(
                     "cannot create topic %s: default topic [%s] lacks the inherit perm [%d] (producer %s)",
                     topic,
@@ -216,7 +217,7 @@ class TopicConfigManager:
                 topic_name=topic,
                 read_queue_nums=queue_nums,
                 write_queue_nums=queue_nums,
-                perm=perm & ~topics.PERM_INHERIT,
+                perm=perm & ~PERM_INHERIT,
                 topic_sys_flag=topic_sys_flag,
                 topic_filter_type=template.topic_filter_type,
             )

@@ -19,11 +19,11 @@ import dataclasses
 import logging
 from collections.abc import Awaitable, Callable
 
-from broker import topics
 from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.message_service import MessageService, stored_properties
 from broker.store import ConsumerOffsetStore, GetMessageStatus, PutMessageResult
+from rocketmq_wire import topics
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.transaction import CheckTransactionStateRequestHeader, TransactionType

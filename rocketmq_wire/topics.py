@@ -38,7 +38,7 @@ DEFAULT_CONSUMER_GROUP: Final = "DEFAULT_CONSUMER"
 #: The region a broker is assumed to be in when its send response names none.
 DEFAULT_REGION: Final = "DefaultRegion"
 
-#: Topics no client may send to.
+#: Topics no client may send to (message traces do go to the trace topic, so it is not among them).
 NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
     {
         SCHEDULE_TOPIC,
@@ -46,12 +46,11 @@ NOT_ALLOWED_SEND_TOPICS: Final = frozenset(
         TRANS_HALF_TOPIC,
         TRANS_OP_HALF_TOPIC,
         TRANS_CHECK_MAX_TIME_TOPIC,
-        TRACE_TOPIC,
         SELF_TEST_TOPIC,
         OFFSET_MOVED_EVENT,
     }
 )
-SYSTEM_TOPICS: Final = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC, BENCHMARK_TOPIC}
+SYSTEM_TOPICS: Final = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC, BENCHMARK_TOPIC, TRACE_TOPIC}
 
 TOPIC_MAX_LENGTH: Final = 127
 GROUP_MAX_LENGTH: Final = 255

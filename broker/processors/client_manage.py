@@ -10,14 +10,14 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker import topics
 from broker.clients import ClientChannelInfo
 from broker.processors.common import BadRequest, read_header
 from broker.processors.send import TOPIC_SYS_FLAG_UNIT_SUB
-from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.consumer import UnregisterClientRequestHeader
+from rocketmq_wire.perm import PERM_READ, PERM_WRITE
 from rocketmq_wire.transport import Connection
 
 if TYPE_CHECKING:
@@ -58,7 +58,7 @@ class HeartbeatProcessor:
                 broker.topic_config_manager.create_if_absent(
                     topics.retry_topic(group),
                     group_config.retry_queue_nums,
-                    topics.PERM_READ | topics.PERM_WRITE,
+                    PERM_READ | PERM_WRITE,
                     TOPIC_SYS_FLAG_UNIT_SUB if consumer.unit_mode else 0,
                 )
             changed = broker.consumer_manager.register(

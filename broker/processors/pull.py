@@ -12,17 +12,17 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker import topics
 from broker.filtering import tag_codes
 from broker.processors.common import read_header
 from broker.store import GetMessageStatus
 from broker.subscription_groups import MASTER_ID
-from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.bodies.heartbeat import SubscriptionData
 from rocketmq_wire.bodies.subscription import build_subscription, is_tag_type
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_wire.message import sysflag
+from rocketmq_wire.perm import is_readable
 from rocketmq_wire.transport import Connection
 
 if TYPE_CHECKING:
@@ -61,7 +61,7 @@ class PullMessageProcessor:
         queue_offset = int(header.queue_offset or 0)
         pull_flag = int(header.sys_flag or 0)
 
-        if not topics.is_readable(config.broker_permission):
+        if not is_readable(config.broker_permission):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{config.broker_ip1}] pulling message is forbidden"
             )
@@ -83,7 +83,7 @@ class PullMessageProcessor:
                 ResponseCode.TOPIC_NOT_EXIST,
                 f"topic[{topic}] not exist, apply first please! {topics.suggest_todo()}",
             )
-        if not topics.is_readable(topic_config.perm):
+        if not is_readable(topic_config.perm):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the topic[{topic}] pulling message is forbidden"
             )

@@ -21,12 +21,11 @@ import random
 import shutil
 from typing import TYPE_CHECKING
 
-from broker import topics
 from broker.message_service import stored_properties
 from broker.processors.common import BadRequest, read_header
 from broker.store import PutMessageResult, PutMessageStatus
 from broker.topic_config_manager import describe
-from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, topics
 from rocketmq_wire.bodies.topic_config import TopicConfig
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.errors import CodecError
@@ -40,6 +39,7 @@ from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.batch import decode_batch, merge_batch_properties
 from rocketmq_wire.message.properties import decode_properties
 from rocketmq_wire.message.stored import MessageExt
+from rocketmq_wire.perm import PERM_READ, PERM_WRITE, is_writeable
 from rocketmq_wire.transport import Connection
 
 if TYPE_CHECKING:
@@ -118,7 +118,7 @@ class SendMessageProcessor:
         config = broker.config
         topic = str(header.topic)
         manager = broker.topic_config_manager
-        if not topics.is_writeable(config.broker_permission) and manager.is_order_topic(topic):
+        if not is_writeable(config.broker_permission) and manager.is_order_topic(topic):
             return self._answer(
                 request,
                 ResponseCode.NO_PERMISSION,
@@ -141,9 +141,7 @@ class SendMessageProcessor:
                 sys_flag,
             )
             if topic_config is None and topics.is_retry_topic(topic):
-                topic_config = manager.create_if_absent(
-                    topic, 1, topics.PERM_READ | topics.PERM_WRITE, sys_flag
-                )
+                topic_config = manager.create_if_absent(topic, 1, PERM_READ | PERM_WRITE, sys_flag)
             if topic_config is None:
                 return self._answer(
                     request,
@@ -158,7 +156,7 @@ class SendMessageProcessor:
             )
             log.warning(remark)
             return self._answer(request, ResponseCode.SYSTEM_ERROR, remark)
-        if not topics.is_writeable(topic_config.perm):
+        if not is_writeable(topic_config.perm):
             return self._answer(
                 request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
             )
@@ -259,9 +257,7 @@ class SendMessageProcessor:
         if reconsume_times <= max_times:
             return None
         dlq = topics.dlq_topic(group)
-        broker.topic_config_manager.create_if_absent(
-            dlq, DLQ_NUMS_PER_GROUP, topics.PERM_READ | topics.PERM_WRITE
-        )
+        broker.topic_config_manager.create_if_absent(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
         properties.pop(const.DELAY, None)
         log.info(
             "message of group %s retried %d times: to the dead-letter queue %s", group, reconsume_times, dlq

@@ -13,16 +13,16 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
-from broker import topics
 from broker.message_service import stored_properties
 from broker.processors.common import read_header
 from broker.processors.send import DLQ_NUMS_PER_GROUP, TOPIC_SYS_FLAG_UNIT_SUB
-from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.consumer import ConsumerSendMsgBackRequestHeader
 from rocketmq_wire.message import const
 from rocketmq_wire.message.stored import MessageExt, decode_message
+from rocketmq_wire.perm import PERM_READ, PERM_WRITE, is_writeable
 from rocketmq_wire.transport import Connection
 
 if TYPE_CHECKING:
@@ -60,7 +60,7 @@ class ConsumerSendMsgBackProcessor:
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                 f"subscription group not exist, {group} {topics.suggest_todo()}",
             )
-        if not topics.is_writeable(config.broker_permission):
+        if not is_writeable(config.broker_permission):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{config.broker_ip1}] sending message is forbidden"
             )
@@ -71,9 +71,9 @@ class ConsumerSendMsgBackProcessor:
         queue_id = self._random.randrange(group_config.retry_queue_nums)
         topic_sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if header.unit_mode else 0
         topic_config = broker.topic_config_manager.create_if_absent(
-            new_topic, group_config.retry_queue_nums, topics.PERM_READ | topics.PERM_WRITE, topic_sys_flag
+            new_topic, group_config.retry_queue_nums, PERM_READ | PERM_WRITE, topic_sys_flag
         )
-        if not topics.is_writeable(topic_config.perm):
+        if not is_writeable(topic_config.perm):
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the topic[{new_topic}] sending message is forbidden"
             )
@@ -95,7 +95,7 @@ class ConsumerSendMsgBackProcessor:
             new_topic = topics.dlq_topic(group)
             queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
             broker.topic_config_manager.create_if_absent(
-                new_topic, DLQ_NUMS_PER_GROUP, topics.PERM_READ | topics.PERM_WRITE
+                new_topic, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE
             )
             properties.pop(const.DELAY, None)
             log.info(

@@ -10,9 +10,8 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING
 
-from broker import topics
 from broker.processors.common import read_header
-from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.stats import TopicOffset, TopicStatsTable
 from rocketmq_wire.bodies.topic_config import TopicConfig, TopicConfigAndQueueMapping
