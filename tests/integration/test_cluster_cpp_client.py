@@ -1,0 +1,129 @@
+"""Apache's C++ client (PyPI ``rocketmq`` 0.4.4, run in its own processes by ``cpp_client``) and the project's
+clients on the same cluster, both directions: what one side sends, the other receives intact.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from producer import Message, Producer, SendStatus
+from tests.integration.clusters.model import Cluster, unique_name
+from tests.integration.clusters.readback import read_topic
+from tests.integration.cpp_peer import runner
+
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+
+PEER_TIMEOUT_S = 20.0
+
+
+def sent_by_python(topic: str) -> list[Message]:
+    return [
+        Message(
+            topic,
+            f"from python {i}: grüße".encode(),
+            tags=f"Tag{i % 2}",
+            keys=[f"py-{i}"],
+            properties={"origin": "python", "index": str(i)},
+        )
+        for i in range(6)
+    ]
+
+
+async def send_all(namesrv: str, messages: list[Message]) -> None:
+    async with Producer(unique_name("pg"), namesrv) as producer:
+        results = [await producer.send(message) for message in messages]
+    assert all(r.status is SendStatus.SEND_OK for r in results)
+
+
+def assert_received(expected: list[Message], received: list[runner.ReceivedMessage]) -> None:
+    got = {m.body: m for m in received}
+    assert set(got) == {m.body for m in expected}
+    for message in expected:
+        seen = got[message.body]
+        assert seen.topic == message.topic
+        assert (seen.tags, seen.keys) == (message.tags, " ".join(message.keys))
+        for name, value in message.properties.items():
+            assert seen.properties.get(name) == value, (name, seen.properties)
+
+
+async def test_cpp_pull_consumer_reads_what_python_sent(
+    cluster: Cluster, cpp_client: runner.CppClient
+) -> None:
+    topic = unique_name("PyToCppPull")
+    messages = sent_by_python(topic)
+    await send_all(cluster.namesrv, messages)
+    result = await asyncio.to_thread(
+        cpp_client.pull_consume,
+        cluster.namesrv,
+        unique_name("cpp-pull"),
+        topic,
+        count=len(messages),
+        properties=["origin", "index"],
+        timeout=PEER_TIMEOUT_S,
+    )
+    assert_received(messages, result.check().messages())
+
+
+async def test_cpp_push_consumer_receives_what_python_sends(
+    cluster: Cluster, cpp_client: runner.CppClient
+) -> None:
+    topic = unique_name("PyToCppPush")
+    messages = sent_by_python(topic)
+    # The topic must exist before the consumer subscribes; its tag keeps this one out of the subscription.
+    await send_all(cluster.namesrv, [Message(topic, b"creates the topic", tags="Setup")])
+    peer = cpp_client.start_push_consumer(
+        cluster.namesrv,
+        unique_name("cpp-push"),
+        topic,
+        len(messages),
+        expression="Tag0 || Tag1",
+        properties=["origin", "index"],
+        timeout=PEER_TIMEOUT_S,
+    )
+    with peer:
+        await asyncio.to_thread(peer.wait_for, "ready", PEER_TIMEOUT_S)
+        await send_all(cluster.namesrv, messages)
+        result = await asyncio.to_thread(peer.finish)
+    assert_received(messages, result.check().messages())
+
+
+async def test_python_reads_what_the_cpp_producer_sent(
+    cluster: Cluster, cpp_client: runner.CppClient
+) -> None:
+    topic = unique_name("CppToPy")
+    specs = [
+        cpp_client.message(
+            f"from c++ {i}: ünïcode",
+            tags=f"CppTag{i % 2}",
+            keys=[f"cpp-{i}", "shared"],
+            properties={"origin": "cpp", "index": str(i)},
+        )
+        for i in range(6)
+    ]
+    sent = await asyncio.to_thread(
+        cpp_client.send_sync, cluster.namesrv, topic, specs, timeout=PEER_TIMEOUT_S
+    )
+    outcomes = sent.check().send_results()
+    assert [o.status for o in outcomes] == ["SEND_OK"] * len(specs)
+    orderly = await asyncio.to_thread(
+        cpp_client.send_orderly,
+        cluster.namesrv,
+        topic,
+        [cpp_client.message(f"ordered {i}") for i in range(5)],
+        sharding_key=3,
+        timeout=PEER_TIMEOUT_S,
+    )
+    orderly.check()
+
+    stored = await read_topic(cluster.namesrv, topic, len(specs) + 5)
+    by_body = {m.body: m for m in stored}
+    for i in range(6):
+        message = by_body[f"from c++ {i}: ünïcode".encode()]
+        assert (message.tags, message.keys) == (f"CppTag{i % 2}", [f"cpp-{i}", "shared"])
+        assert (message.properties.get("origin"), message.properties.get("index")) == ("cpp", str(i))
+        assert message.unique_id, "the C++ producer's unique id travels as UNIQ_KEY"
+    ordered = [m for m in stored if m.body.startswith(b"ordered ")]
+    assert len({m.queue_id for m in ordered}) == 1, "one sharding key, one queue"
+    assert [m.body for m in ordered] == [f"ordered {i}".encode() for i in range(5)]
