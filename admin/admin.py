@@ -13,7 +13,6 @@ from types import TracebackType
 from typing import Self
 
 from admin import brokers, cluster, consumers, messages, topics
-from admin._pending_wire import LONG_MAX, TOOLS_CONSUMER_GROUP
 from admin.errors import AdminError
 from admin.models import (
     BrokerAddress,
@@ -28,7 +27,9 @@ from admin.models import (
 from admin.rpc import AdminRpc
 from producer.namesrv import parse_namesrv_list
 from rocketmq_wire.bodies import ClusterInfo, TopicRouteData
+from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
+from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
 
 #: Timeout of each request, as the brief of the command line tools has it (mqadmin itself waits 20 s).
 DEFAULT_TIMEOUT_MS = 3000

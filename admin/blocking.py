@@ -13,7 +13,6 @@ from collections.abc import Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
-from admin._pending_wire import LONG_MAX, TOOLS_CONSUMER_GROUP
 from admin.admin import DEFAULT_TIMEOUT_MS, Admin
 from admin.errors import AdminError
 from admin.models import (
@@ -29,7 +28,9 @@ from admin.models import (
 from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
 from producer.blocking import LoopThread
 from rocketmq_wire.bodies import ClusterInfo, TopicRouteData
+from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
+from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
 
 T = TypeVar("T")
 

@@ -8,7 +8,6 @@ what they find; each broker's index may also hold other keys hashing alike, so t
 
 from __future__ import annotations
 
-from admin._pending_wire import LONG_MAX, TOOLS_CONSUMER_GROUP, UNIQUE_KEY_QUERY
 from admin.cluster import preferred_addr, topic_route
 from admin.errors import AdminError, MessageNotFoundError, RequestRefusedError, UnreachableError
 from admin.models import PullResult, PullStatus
@@ -16,10 +15,12 @@ from admin.rpc import AdminRpc, check
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
-from rocketmq_wire.headers.query import QueryMessageRequestHeader, ViewMessageRequestHeader
+from rocketmq_wire.headers.query import UNIQUE_KEY_QUERY, QueryMessageRequestHeader, ViewMessageRequestHeader
 from rocketmq_wire.message import MessageExt, decode_messages, decode_offset_msg_id
 from rocketmq_wire.message.sysflag import build_pull_sys_flag
+from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
 
 #: mqadmin's ``maxNum`` for a key query and for a unique-key query.
 KEY_QUERY_MAX_NUM = 64

@@ -30,7 +30,7 @@ class _NameServers(NameServerClient):
     """The producer's NameServer client, opened up for requests other than routes."""
 
     async def request(self, cmd: RemotingCommand) -> RemotingCommand:
-        return await self._invoke(cmd)
+        return await self.invoke(cmd)
 
 
 class AdminRpc:

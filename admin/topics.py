@@ -7,7 +7,6 @@ registers the topic again, then the NameServers' routes -- the order mqadmin use
 
 from __future__ import annotations
 
-from admin._pending_wire import ORDER_TOPIC_CONFIG
 from admin.cluster import cluster_brokers, kv_put, preferred_addr, topic_route
 from admin.errors import AdminError, TopicNotFoundError
 from admin.models import QueueOffsets, TopicDeleted, TopicStatus
@@ -24,7 +23,7 @@ from rocketmq_wire.headers.topic import (
     GetTopicStatsInfoRequestHeader,
 )
 from rocketmq_wire.perm import PERM_READ, PERM_WRITE
-from rocketmq_wire.topics import AUTO_CREATE_TOPIC, validate_topic
+from rocketmq_wire.topics import AUTO_CREATE_TOPIC, ORDER_TOPIC_CONFIG, validate_topic
 
 #: mqadmin ``updateTopic`` defaults.
 DEFAULT_QUEUE_NUMS = 8

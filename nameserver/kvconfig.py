@@ -18,11 +18,12 @@ from rocketmq_wire.bodies.base import same, write_map
 from rocketmq_wire.bodies.java_collections import HASH_MAP, JavaMap, string_hash
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.topics import ORDER_TOPIC_CONFIG
 
 logger = logging.getLogger("nameserver.kvconfig")
 
 #: ``NamesrvUtil.NAMESPACE_ORDER_TOPIC_CONFIG``.
-NAMESPACE_ORDER_TOPIC_CONFIG = "ORDER_TOPIC_CONFIG"
+NAMESPACE_ORDER_TOPIC_CONFIG = ORDER_TOPIC_CONFIG
 
 
 class KVConfigManager:

@@ -62,7 +62,7 @@ class NameServerClient:
         cmd = RemotingCommand.request(
             RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic)
         )
-        response = await self._invoke(cmd)
+        response = await self.invoke(cmd)
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
         if response.code != ResponseCode.SUCCESS:
@@ -74,7 +74,7 @@ class NameServerClient:
         except CodecError as exc:
             raise ProducerError(f"NameServer sent an unreadable route for topic {topic!r}: {exc}") from exc
 
-    async def _invoke(self, cmd: RemotingCommand) -> RemotingCommand:
+    async def invoke(self, cmd: RemotingCommand) -> RemotingCommand:
         last: RemotingError | None = None
         for _ in range(len(self._addrs)):
             addr = self._addrs[self._index]

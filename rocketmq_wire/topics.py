@@ -35,6 +35,10 @@ CLIENT_INNER_PRODUCER_GROUP: Final = "CLIENT_INNER_PRODUCER"
 #: The group name Java refuses for a producer (``MixAll.DEFAULT_PRODUCER_GROUP``).
 DEFAULT_PRODUCER_GROUP: Final = "DEFAULT_PRODUCER"
 DEFAULT_CONSUMER_GROUP: Final = "DEFAULT_CONSUMER"
+#: The group admin tools pull under (``MixAll.TOOLS_CONSUMER_GROUP``).
+TOOLS_CONSUMER_GROUP: Final = "TOOLS_CONSUMER"
+#: The NameServer KV namespace where ordered topics keep their queue layout (``brokerName:queues;...``).
+ORDER_TOPIC_CONFIG: Final = "ORDER_TOPIC_CONFIG"
 #: The region a broker is assumed to be in when its send response names none.
 DEFAULT_REGION: Final = "DefaultRegion"
 

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 from broker.processors.common import read_header
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.headers.query import (
+    UNIQUE_KEY_QUERY,
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
@@ -18,7 +19,6 @@ if TYPE_CHECKING:
     from broker.broker import Broker
 
 #: The ext entry (not a header field) by which a query asks for the unique key rather than KEYS.
-UNIQUE_KEY_QUERY = "_UNIQUE_KEY_QUERY"
 
 
 class QueryMessageProcessor:

@@ -21,6 +21,9 @@ from typing import Any, ClassVar, Self, TypeVar
 
 from rocketmq_wire.errors import CodecError
 
+#: ``Long.MAX_VALUE``: the open end Java tools send for time ranges and offsets.
+JAVA_LONG_MAX = (1 << 63) - 1
+
 _JAVA = "java"
 _KIND = "kind"
 _REQUIRED = "required"

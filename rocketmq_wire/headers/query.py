@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
-from typing import ClassVar
+from typing import ClassVar, Final
 
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
@@ -39,3 +39,8 @@ class ViewMessageRequestHeader(TopicRequestHeader):
 
     topic: str | None = jstr("topic")
     offset: int | None = jint("offset", required=True)
+
+
+#: Ext entry (not a header field) of QUERY_MESSAGE: ``"true"`` looks the key up among unique keys (UNIQ_KEY),
+#: ``"false"`` among the KEYS. mqadmin always sends it.
+UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"
