@@ -18,12 +18,13 @@ import signal
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, ClassVar, Self
 
 import pytest
 
 from producer import Message, Producer, SendStatus
 from tests.integration.clusters import apache_binaries, apache_docker, providers
+from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import BROKER_NAME, CLUSTER_NAME, ProviderUnavailable, unique_name
 from tests.integration.clusters.processes import ManagedProcess, ProcessId, free_port_block, is_running
 from tests.integration.clusters.readback import read_topic
@@ -222,3 +223,171 @@ def test_stop_kills_a_grandchild_that_ignores_sigterm(tmp_path: Path) -> None:
 def test_port_block_leaves_room_for_the_vip_and_ha_ports() -> None:
     port = free_port_block()
     assert 1024 < port - 2 and port + 1 < 65536
+
+
+# -- the Docker provider against a recording stand-in for testcontainers (no engine needed) ----------------
+
+#: What Apache's servers print when they are up (NamesrvStartup, 5.x wording; BrokerStartup).
+APACHE_NAMESRV_BOOT = "The Name Server boot success. serializeType=JSON, address 0.0.0.0:9876\n"
+APACHE_BROKER_BOOT = (
+    "The broker[it-broker-a, 127.0.0.1:{port}] boot success. serializeType=JSON and name server is "
+    "rmq-namesrv:9876\n"
+)
+
+
+class RecordingContainer:
+    """Records what the provider configures; ``start`` runs the provider's real wait strategy against the
+    boot line Apache prints. Only methods testcontainers' ``DockerContainer`` has are offered."""
+
+    created: ClassVar[list[RecordingContainer]] = []
+
+    def __init__(self, image: str) -> None:
+        self.image = image
+        self.command = ""
+        self.env: dict[str, str] = {}
+        self.ports: dict[str, Any] = {}
+        self.files: dict[str, bytes] = {}
+        self.aliases: tuple[str, ...] = ()
+        self.network: object = None
+        self.strategy: Any = None
+        self.state = "created"
+        RecordingContainer.created.append(self)
+
+    def with_command(self, command: str) -> Self:
+        self.command = command
+        return self
+
+    def with_network(self, network: object) -> Self:
+        self.network = network
+        return self
+
+    def with_network_aliases(self, *aliases: str) -> Self:
+        self.aliases = aliases
+        return self
+
+    def with_env(self, key: str, value: str) -> Self:
+        self.env[key] = value
+        return self
+
+    def with_copy_into_container(self, data: bytes, destination: str) -> Self:
+        self.files[destination] = data
+        return self
+
+    def waiting_for(self, strategy: Any) -> Self:
+        self.strategy = strategy
+        return self
+
+    def start(self) -> Self:
+        self.state = "running"
+        self.strategy.wait_until_ready(self)
+        return self
+
+    def boot_text(self) -> str:
+        if "mqnamesrv" in self.command:
+            return APACHE_NAMESRV_BOOT
+        [conf] = self.files.values()
+        port = re.search(r"^listenPort=(\d+)$", conf.decode(), re.M)
+        assert port is not None
+        return APACHE_BROKER_BOOT.format(port=port.group(1))
+
+    def get_logs(self) -> tuple[bytes, bytes]:
+        return self.boot_text().encode(), b""
+
+    def get_wrapped_container(self) -> Self:
+        return self
+
+    def reload(self) -> None:
+        pass
+
+    @property
+    def status(self) -> str:
+        return self.state
+
+    def get_container_id(self) -> str:
+        return f"{id(self):064x}"
+
+    def stop(self) -> None:
+        self.state = "removed"
+
+
+class RecordingNetwork:
+    def __init__(self) -> None:
+        self.removed = False
+
+    def create(self) -> Self:
+        return self
+
+    def remove(self) -> None:
+        self.removed = True
+
+
+class FakeDockerSdk:
+    """docker-py as ``_remove`` uses it: the engine no longer knows any container."""
+
+    class errors:
+        class NotFound(Exception):
+            pass
+
+    class _Containers:
+        def get(self, container_id: str) -> None:
+            raise FakeDockerSdk.errors.NotFound(container_id)
+
+    class _Client:
+        def __init__(self) -> None:
+            self.containers = FakeDockerSdk._Containers()
+
+        def close(self) -> None:
+            pass
+
+    @classmethod
+    def from_env(cls, timeout: int) -> Any:
+        return cls._Client()
+
+
+def test_docker_provider_configures_containers_as_documented(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from testcontainers.core import container as tc_container
+    from testcontainers.core import network as tc_network
+    from testcontainers.core.container import DockerContainer
+
+    for method in ("with_command", "with_network", "with_network_aliases", "with_env", "waiting_for"):
+        assert hasattr(DockerContainer, method), method
+    assert hasattr(DockerContainer, "with_copy_into_container") and hasattr(DockerContainer, "get_logs")
+    RecordingContainer.created.clear()
+    network = RecordingNetwork()
+    monkeypatch.setattr(tc_container, "DockerContainer", RecordingContainer)
+    monkeypatch.setattr(tc_network, "Network", lambda: network)
+    monkeypatch.setattr(apache_docker, "engine_unavailable", lambda: None)
+    monkeypatch.setattr(apache_docker, "_host_address", lambda: "127.0.0.1")
+    monkeypatch.setattr(apache_docker, "_docker_sdk", lambda: FakeDockerSdk)
+    monkeypatch.setenv("ROCKETMQ_PROVIDERS", "docker")
+    monkeypatch.setenv("ROCKETMQ_DOCKER_IMAGES", "apache/rocketmq:5.3.3")
+    [spec] = providers.provider_specs()
+    launch = Launch(tmp_path / "work", tmp_path / "logs")
+    (tmp_path / "logs").mkdir()
+    namesrv, version = spec.start(launch)
+    namesrv_box, broker_box = RecordingContainer.created
+    assert version == "5.3.3" and namesrv.version == "5.3.3"
+    assert (namesrv_box.image, namesrv_box.command, namesrv_box.aliases) == (
+        "apache/rocketmq:5.3.3",
+        "sh mqnamesrv",
+        ("rmq-namesrv",),
+    )
+    [(namesrv_port, namesrv_binding)] = namesrv_box.ports.items()
+    assert namesrv_port == "9876/tcp" and namesrv.addr == f"127.0.0.1:{namesrv_binding[1]}"
+    assert namesrv.internal_addr == "rmq-namesrv:9876"
+    assert broker_box.network is network and namesrv_box.network is network
+    [(conf_path, conf)] = broker_box.files.items()
+    assert broker_box.command == f"sh mqbroker -c {conf_path}"
+    settings = dict(line.split("=", 1) for line in conf.decode().splitlines())
+    port = int(settings["listenPort"])
+    assert (settings["brokerIP1"], settings["namesrvAddr"]) == ("127.0.0.1", "rmq-namesrv:9876")
+    assert "storePathRootDir" not in settings and "bindAddress" not in settings
+    assert broker_box.ports == {f"{p}/tcp": ("127.0.0.1", p) for p in (port - 2, port, port + 1)}
+    for box in (namesrv_box, broker_box):
+        assert "-Xmx256m" in box.env["JAVA_OPT_EXT"].split()
+    assert launch.stop() == []
+    assert [box.state for box in (namesrv_box, broker_box)] == ["removed", "removed"]
+    assert network.removed
+    assert (tmp_path / "logs" / "docker-broker.log").read_text().startswith("The broker[it-broker-a")

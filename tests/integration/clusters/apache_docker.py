@@ -10,7 +10,7 @@ channel, ``listenPort + 1`` for HA). The NameServer is reached from the broker o
 network (alias ``rmq-namesrv``) and from this host through a published port.
 
 The broker's config file is copied into the container (no bind mount), which also works with a remote
-engine. Ports are published on loopback only when the engine is local.
+engine. Ports are published on loopback when this host reaches the engine there (a local engine).
 """
 
 from __future__ import annotations
@@ -98,10 +98,6 @@ def require_engine() -> None:
         raise ProviderUnavailable(reason)
 
 
-def _engine_is_local() -> bool:
-    return docker_host().startswith(("unix://", "npipe://"))
-
-
 def _host_address() -> str:
     """The IPv4 address this host reaches the engine's published ports at (what ``brokerIP1`` must be)."""
     from testcontainers.core.docker_client import DockerClient
@@ -110,10 +106,11 @@ def _host_address() -> str:
     return socket.gethostbyname(host)
 
 
-def _publish(container: Any, port: int, host_port: int) -> None:
-    """Publish ``port`` on ``host_port``: on loopback when the engine is local (docker-py takes a
-    ``(host_ip, host_port)`` pair where testcontainers' signature says int)."""
-    binding: object = ("127.0.0.1", host_port) if _engine_is_local() else host_port
+def _publish(container: Any, port: int, host_port: int, host_address: str) -> None:
+    """Publish ``port`` on ``host_port``; on loopback only when that is where this host reaches the engine
+    (a remote engine, or one reached through a gateway from inside a container, needs every interface).
+    docker-py takes a ``(host_ip, host_port)`` pair where testcontainers' signature says int."""
+    binding: object = ("127.0.0.1", host_port) if host_address.startswith("127.") else host_port
     container.ports[f"{port}/tcp"] = cast(Any, binding)
 
 
@@ -154,6 +151,7 @@ def start_namesrv(launch: Launch, image: str) -> NamesrvEndpoint:
     network = Network().create()
     launch.on_stop("docker network", lambda: _remove_network(network))
     host_port = free_port()
+    host_address = _host_address()
     container = (
         DockerContainer(image)
         .with_command("sh mqnamesrv")
@@ -162,14 +160,14 @@ def start_namesrv(launch: Launch, image: str) -> NamesrvEndpoint:
         .with_env("JAVA_OPT_EXT", JAVA_OPT_EXT)
         .waiting_for(LogMessageWaitStrategy(re.compile(NAMESRV_BOOT)).with_startup_timeout(BOOT_TIMEOUT_S))
     )
-    _publish(container, NAMESRV_PORT, host_port)
+    _publish(container, NAMESRV_PORT, host_port, host_address)
     launch.on_stop("docker namesrv", lambda: _remove(container, "docker namesrv"))
     launch.on_stop(
         "docker namesrv logs", lambda: _save_logs(container, launch.logs_dir / "docker-namesrv.log")
     )
     container.start()
     return NamesrvEndpoint(
-        f"{_host_address()}:{host_port}",
+        f"{host_address}:{host_port}",
         image_version(image),
         internal_addr=f"{NAMESRV_ALIAS}:{NAMESRV_PORT}",
         docker_network=network,
@@ -187,11 +185,12 @@ def start_broker(launch: Launch, image: str, namesrv: NamesrvEndpoint) -> None:
             "an Apache broker in Docker needs its NameServer on the same Docker network"
         )
     port = free_port_block()
+    host_address = _host_address()
     settings = configs.broker_properties(
         listen_port=port,
         namesrv_addr=namesrv.internal_addr,
         store_dir=None,
-        broker_ip=_host_address(),
+        broker_ip=host_address,
     )
     container = (
         DockerContainer(image)
@@ -203,7 +202,7 @@ def start_broker(launch: Launch, image: str, namesrv: NamesrvEndpoint) -> None:
         .waiting_for(LogMessageWaitStrategy(re.compile(BROKER_BOOT)).with_startup_timeout(BOOT_TIMEOUT_S))
     )
     for published in (port - 2, port, port + 1):
-        _publish(container, published, published)
+        _publish(container, published, published, host_address)
     launch.on_stop("docker broker", lambda: _remove(container, "docker broker"))
     launch.on_stop("docker broker logs", lambda: _save_logs(container, launch.logs_dir / "docker-broker.log"))
     container.start()
