@@ -1,10 +1,10 @@
 """Reading a topic queue by queue: its route, each queue's offset bounds, and pulls of an offset range.
 
-This is the little the source needs from a consumer, kept in one module so that it can be swapped for the
-project's pull consumer: no rebalancing, no subscription, no committed offsets -- Spark decides which
-ranges are read and keeps its own progress. Requests go through the producer's RPC layer, which applies
-the header serialization, version and ACL signing, and routes come from the producer's NameServer client
-(with its failover); the bytes are parsed only by ``rocketmq_wire``.
+The source needs bounded reads -- exactly the offsets Spark planned, no prefetching past them, no group
+membership, no committed offsets -- so it does not run a consumer; it uses the consumer package's
+request builders, broker calls and pull-answer handling (``consumer.commands``, ``consumer.broker_api``,
+``consumer.fetch``) directly. Routes come from the producer's NameServer client (with its failover), and
+every request goes through the producer's RPC layer (serialization, version, ACL signing).
 """
 
 from __future__ import annotations
@@ -16,22 +16,17 @@ import random
 from collections.abc import AsyncGenerator, Iterable
 from types import TracebackType
 
+from consumer import commands
+from consumer.broker_api import BrokerApi
+from consumer.errors import ConsumerError
+from consumer.fetch import PullStatus, decode_found
 from producer.config import ProducerConfig
 from producer.errors import ProducerError
 from producer.namesrv import NameServerClient
 from producer.rpc import ProducerRpc
-from rocketmq_wire.codes import RequestCode, ResponseCode
-from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.errors import CodecError
-from rocketmq_wire.headers.base import CommandHeader
-from rocketmq_wire.headers.offset import (
-    GetMaxOffsetRequestHeader,
-    GetMaxOffsetResponseHeader,
-    GetMinOffsetRequestHeader,
-    GetMinOffsetResponseHeader,
-)
-from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
-from rocketmq_wire.message import MessageExt, decode_messages
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.command import DEFAULT_VERSION
+from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message.sysflag import build_pull_sys_flag
 from rocketmq_wire.perm import is_readable
 from rocketmq_wire.topics import wrap_namespace
@@ -70,6 +65,7 @@ class TopicReader:
         self.timeout_ms = timeout_ms
         self._client = RemotingClient()
         self._rpc = ProducerRpc(self._client, config)
+        self._api = BrokerApi(self._rpc, timeout_ms=timeout_ms, version=DEFAULT_VERSION)
         self._namesrv = NameServerClient(self._rpc, list(connection.namesrv), timeout_ms, random.Random())
 
     async def __aenter__(self) -> TopicReader:
@@ -103,33 +99,26 @@ class TopicReader:
             name = data.broker_name
             if name is None or name not in addresses or not is_readable(data.perm):
                 continue
-            result.extend(
-                QueueAddress(name, queue_id, addresses[name]) for queue_id in range(data.read_queue_nums)
-            )
+            addr = addresses[name]
+            result.extend(QueueAddress(name, queue_id, addr) for queue_id in range(data.read_queue_nums))
         return sorted(result)
 
-    async def _offset_response(
-        self, queue: QueueAddress, code: int, header: CommandHeader
-    ) -> RemotingCommand:
-        response = await self._invoke(queue, RemotingCommand.request(code, header))
-        if response.code != ResponseCode.SUCCESS:
-            raise SourceReadError(
-                f"broker {queue.broker_name} ({queue.broker_addr}) refused the offset of queue "
-                f"{queue.queue_id}: code {response.code} {response.remark or ''}".rstrip()
-            )
-        return response
+    def _wire_queue(self, queue: QueueAddress) -> MessageQueue:
+        return MessageQueue(topic=self.wire_topic, broker_name=queue.broker_name, queue_id=queue.queue_id)
 
     async def min_offset(self, queue: QueueAddress) -> int:
         """The first offset the broker still stores for ``queue``."""
-        header = GetMinOffsetRequestHeader(topic=self.wire_topic, queue_id=queue.queue_id)
-        response = await self._offset_response(queue, RequestCode.GET_MIN_OFFSET, header)
-        return int(response.read_header(GetMinOffsetResponseHeader).offset or 0)
+        try:
+            return await self._api.min_offset(queue.broker_addr, self._wire_queue(queue))
+        except (ConsumerError, RemotingError) as exc:
+            raise self._failed(queue, "its first offset", exc) from exc
 
     async def max_offset(self, queue: QueueAddress) -> int:
         """The offset the next message stored in ``queue`` will get."""
-        header = GetMaxOffsetRequestHeader(topic=self.wire_topic, queue_id=queue.queue_id)
-        response = await self._offset_response(queue, RequestCode.GET_MAX_OFFSET, header)
-        return int(response.read_header(GetMaxOffsetResponseHeader).offset or 0)
+        try:
+            return await self._api.max_offset(queue.broker_addr, self._wire_queue(queue))
+        except (ConsumerError, RemotingError) as exc:
+            raise self._failed(queue, "its last offset", exc) from exc
 
     async def bounds(self, queues: Iterable[QueueAddress]) -> tuple[dict[QueueKey, int], dict[QueueKey, int]]:
         """The first offset still stored and the offset the next message will get, per queue."""
@@ -149,50 +138,34 @@ class TopicReader:
         Offsets the broker no longer has are skipped with a warning (retention deleted them), as is the end
         of the range when the queue turns out to hold fewer messages than ``end`` promised.
         """
+        wire_queue = self._wire_queue(queue)
         offset = start
-        flag = build_pull_sys_flag(subscription=True)
         while offset < end:
-            header = PullMessageRequestHeader(
-                consumer_group=group,
-                topic=self.wire_topic,
-                queue_id=queue.queue_id,
-                queue_offset=offset,
-                max_msg_nums=min(batch_size, end - offset),
-                sys_flag=flag,
+            spec = commands.PullSpec(
+                group=group,
+                max_nums=min(batch_size, end - offset),
+                sys_flag=build_pull_sys_flag(subscription=True),
                 commit_offset=0,
-                suspend_timeout_millis=0,
+                suspend_timeout_ms=0,
                 subscription="*",
                 sub_version=0,
                 expression_type="TAG",
             )
-            response = await self._invoke(queue, RemotingCommand.request(RequestCode.PULL_MESSAGE, header))
-            code = response.code
-            if code not in (
-                ResponseCode.SUCCESS,
-                ResponseCode.PULL_NOT_FOUND,
-                ResponseCode.PULL_RETRY_IMMEDIATELY,
-                ResponseCode.PULL_OFFSET_MOVED,
-            ):
-                raise SourceReadError(
-                    f"broker {queue.broker_name} refused to pull queue {queue.queue_id} at offset {offset}: "
-                    f"code {code} {response.remark or ''}".rstrip()
+            try:
+                result = await self._api.pull(
+                    queue.broker_addr, commands.pull_request(spec, wire_queue, offset), self.timeout_ms
                 )
-            answer = response.read_header(PullMessageResponseHeader)
-            next_offset = int(answer.next_begin_offset if answer.next_begin_offset is not None else offset)
-            if code == ResponseCode.SUCCESS:
-                try:
-                    messages = decode_messages(response.body)
-                except CodecError as exc:
-                    raise SourceReadError(
-                        f"broker {queue.broker_name} sent unreadable messages for queue {queue.queue_id} "
-                        f"at offset {offset}: {exc}"
-                    ) from exc
+                messages = decode_found(result, None)
+            except (ConsumerError, RemotingError) as exc:
+                raise self._failed(queue, f"a pull at offset {offset}", exc) from exc
+            next_offset = result.next_begin_offset
+            if result.status is PullStatus.FOUND:
                 wanted = [m for m in messages if offset <= m.queue_offset < end]
                 if wanted:
                     yield wanted
                 if messages:
                     next_offset = max(next_offset, messages[-1].queue_offset + 1)
-            elif code == ResponseCode.PULL_NOT_FOUND and next_offset <= offset:
+            elif result.status is PullStatus.NO_NEW_MSG and next_offset <= offset:
                 logger.warning(
                     "%s queue %d has no message at offset %d, short of %d; ending the range early",
                     queue.broker_name,
@@ -201,7 +174,7 @@ class TopicReader:
                     end,
                 )
                 return
-            elif code == ResponseCode.PULL_OFFSET_MOVED:
+            elif result.status is PullStatus.OFFSET_ILLEGAL:
                 logger.warning(
                     "%s queue %d: offset %d is no longer stored, continuing at %d",
                     queue.broker_name,
@@ -212,14 +185,12 @@ class TopicReader:
             if next_offset <= offset:
                 raise SourceReadError(
                     f"broker {queue.broker_name} made no progress pulling queue {queue.queue_id} at offset "
-                    f"{offset} (code {code}, next offset {next_offset})"
+                    f"{offset} ({result.status.value}, next offset {next_offset})"
                 )
             offset = next_offset
 
-    async def _invoke(self, queue: QueueAddress, command: RemotingCommand) -> RemotingCommand:
-        try:
-            return await self._rpc.invoke(queue.broker_addr, command, self.timeout_ms)
-        except RemotingError as exc:
-            raise SourceReadError(
-                f"broker {queue.broker_name} at {queue.broker_addr} did not answer: {exc}"
-            ) from exc
+    def _failed(self, queue: QueueAddress, what: str, exc: Exception) -> SourceReadError:
+        return SourceReadError(
+            f"broker {queue.broker_name} ({queue.broker_addr}) could not serve {what} of queue "
+            f"{queue.queue_id} of topic {self.wire_topic!r}: {exc}"
+        )
