@@ -114,7 +114,7 @@ def measure_raw(namesrv: str, args: argparse.Namespace) -> float:
     bad = [w.exitcode for w in workers if w.exitcode != 0]
     if bad:
         raise RuntimeError(f"raw producer process(es) failed with exit codes {bad}")
-    return share * args.parallelism / elapsed
+    return float(share * args.parallelism / elapsed)
 
 
 class SinkRunner:
