@@ -142,6 +142,9 @@ def test_binaries_provider_with_a_stand_in_distribution(
             assert f"-Duser.home={tmp_path / 'logs' / f'apache-{role}-home'}" in options
             assert record["ROCKETMQ_HOME"] == str(tmp_path / "rocketmq")
             assert Path(str(record["JAVA_HOME"]), "bin", "java").exists()
+        for process in launch.processes:
+            if process.name == "python-namesrv":  # answers as the NameServer of the broker's generation
+                assert process.argv[process.argv.index("--apache-version") + 1] == STAND_IN_VERSION
         if "broker" in apache_roles:
             argv = [str(arg) for arg in stand_in_record(tmp_path / "logs", "broker")["argv"]]
             assert argv[argv.index("-n") + 1] == cluster.namesrv

@@ -85,8 +85,11 @@ def _binaries(install: ApacheInstall) -> Starter:
 
 
 def _apache_broker_on_python_namesrv(install: ApacheInstall) -> Starter:
+    # The project's NameServer answers as the Apache NameServer of the broker's generation would.
+    profile = "4.9.8" if install.version.startswith("4.") else "5.3.3"
+
     def start(launch: Launch) -> tuple[NamesrvEndpoint, str]:
-        namesrv = python_servers.start_namesrv(launch)
+        namesrv = python_servers.start_namesrv(launch, profile)
         apache_binaries.start_broker(launch, install, namesrv.addr)
         return namesrv, install.version
 

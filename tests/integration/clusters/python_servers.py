@@ -16,7 +16,8 @@ from tests.integration.clusters.probe import wait_for_namesrv_sync
 from tests.integration.clusters.processes import free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
-#: The Apache NameServer whose answers the project's NameServer reproduces.
+#: The Apache NameServer whose answers the project's NameServer reproduces (unless a mixed set-up pairs it
+#: with an Apache 4.x broker).
 NAMESRV_PROFILE = "5.3.3"
 GRACE_S = 10.0
 START_TIMEOUT_S = 20.0
@@ -29,8 +30,9 @@ def python_env() -> dict[str, str]:
     return env
 
 
-def start_namesrv(launch: Launch) -> NamesrvEndpoint:
-    """``rmq namesrv`` (run as ``python -m cli.main``, so no installed script is needed)."""
+def start_namesrv(launch: Launch, profile: str = NAMESRV_PROFILE) -> NamesrvEndpoint:
+    """``rmq namesrv`` (run as ``python -m cli.main``, so no installed script is needed), answering as the
+    Apache NameServer ``profile`` ("4.9.8" or "5.3.3") does."""
     port = free_port()
     argv = [
         sys.executable,
@@ -42,7 +44,7 @@ def start_namesrv(launch: Launch) -> NamesrvEndpoint:
         "--port",
         str(port),
         "--apache-version",
-        NAMESRV_PROFILE,
+        profile,
     ]
     launch.process("python-namesrv", argv, env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)
     addr = f"127.0.0.1:{port}"
