@@ -26,6 +26,9 @@ from rocketmq_wire.transport import RemotingError
 
 logger = logging.getLogger("consumer.rebalance")
 
+#: How soon a round that could not take all its queues is tried again (Java 5.x's ``minInterval``).
+UNBALANCED_RETRY_MS = 1000
+
 #: ``(topic, every queue of it, the queues this member now owns)``, after a change.
 RebalanceListener = Callable[[str, list[MessageQueue], list[MessageQueue]], None]
 
@@ -73,6 +76,8 @@ class Rebalancer:
         self._round = asyncio.Lock()
         self._stopped = False
         self.rounds = 0
+        #: Whether the last round got (and gave up) every queue it should have.
+        self.balanced = True
 
     def request(self) -> None:
         """Ask for a round as soon as possible (a broker's nudge, a new subscription, a dropped queue)."""
@@ -85,11 +90,13 @@ class Rebalancer:
 
     async def run(self, stop: asyncio.Event, interval_ms: float) -> None:
         """Rounds until ``stop`` is set (call :meth:`stop` too, so the wait ends at once): at once, then
-        every ``interval_ms`` or when :meth:`request`-ed."""
+        every ``interval_ms`` or when :meth:`request`-ed -- or after :data:`UNBALANCED_RETRY_MS` when the
+        last round could not take every queue it was given (a lock still held by the previous owner)."""
         self._wake.set()
         while not stop.is_set() and not self._stopped:
+            wait_ms = interval_ms if self.balanced else min(interval_ms, UNBALANCED_RETRY_MS)
             try:
-                async with asyncio.timeout(interval_ms / 1000):
+                async with asyncio.timeout(wait_ms / 1000):
                     await self._wake.wait()
             except TimeoutError:
                 pass
@@ -105,6 +112,7 @@ class Rebalancer:
         """One round over every subscribed topic."""
         async with self._round:
             self.rounds += 1
+            self.balanced = True
             for topic in list(self._topics()):
                 try:
                     await self._rebalance_topic(topic)
@@ -156,10 +164,14 @@ class Rebalancer:
             if await owner.release(queue):
                 changed = True
                 logger.info("group %s: released %s", self._group, queue)
+            else:
+                self.balanced = False
         for queue in sorted_queues(wanted - current):
             if await owner.acquire(queue):
                 changed = True
                 logger.info("group %s: now reading %s", self._group, queue)
+            else:
+                self.balanced = False
         if changed:
             owned = sorted_queues(owner.owned(topic))
             await owner.changed(topic, all_queues, owned)
