@@ -19,7 +19,7 @@ from pyspark.sql.datasource import (
 from pyspark.sql.types import StructType
 
 from spark_connector.columns import SOURCE_SCHEMA
-from spark_connector.errors import OptionError
+from spark_connector.errors import OptionError, SchemaError
 from spark_connector.options import (
     SINK_OPTION_NAMES,
     SOURCE_OPTION_NAMES,
@@ -68,12 +68,27 @@ class RocketMQDataSource(DataSource):
         return RocketMQStreamWriter(parse_sink_options(self.options), schema)
 
     def reader(self, schema: StructType) -> DataSourceReader:
+        _check_read_schema(schema)
         self._warn_unknown(SOURCE_OPTION_NAMES, "source")
         return RocketMQReader(parse_source_options(self.options))
 
     def streamReader(self, schema: StructType) -> DataSourceStreamReader:
+        _check_read_schema(schema)
         self._warn_unknown(SOURCE_OPTION_NAMES, "source")
         return RocketMQStreamReader(parse_source_options(self.options))
+
+
+def _check_read_schema(schema: StructType) -> None:
+    """Rows are produced in :data:`SOURCE_SCHEMA`'s layout; a schema given with ``.schema(...)`` must match
+    it (nullability aside), or the rows would be read into the wrong columns."""
+    wanted = [(field.name, field.dataType.simpleString()) for field in SOURCE_SCHEMA.fields]
+    given = [(field.name, field.dataType.simpleString()) for field in schema.fields]
+    if given != wanted:
+        raise SchemaError(
+            "the RocketMQ source's columns are fixed: "
+            + ", ".join(f"{name} {kind}" for name, kind in wanted)
+            + "; select or cast columns after load() instead of passing a schema"
+        )
 
 
 def register(spark: SparkSession) -> None:

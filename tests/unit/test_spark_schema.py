@@ -77,3 +77,26 @@ def test_source_schema_columns() -> None:
         "msg_id",
         "broker_name",
     ]
+
+
+def test_the_data_source_class_without_a_jvm(caplog: pytest.LogCaptureFixture) -> None:
+    import spark_connector
+    from spark_connector import OptionError
+    from spark_connector.reader import RocketMQReader
+    from spark_connector.writer import RocketMQWriter
+
+    source_cls = spark_connector.RocketMQDataSource  # imported on first use
+    assert source_cls.name() == "rocketmq"
+    options = {"namesrv": "127.0.0.1:9876", "topic": "T", "batch.sise": "8"}
+    source = source_cls(options)
+    body_only = types.StructType([types.StructField("body", types.BinaryType())])
+    with caplog.at_level("WARNING", logger="spark_connector"):
+        writer = source.writer(body_only, overwrite=False)
+    assert isinstance(writer, RocketMQWriter)
+    assert writer.options.topic == "T"
+    assert "batch.sise" in caplog.text, "a misspelt option is reported"
+    with pytest.raises(OptionError, match="overwrite"):
+        source.writer(body_only, overwrite=True)
+    assert isinstance(source.reader(SOURCE_SCHEMA), RocketMQReader)
+    with pytest.raises(SchemaError, match="columns are fixed"):
+        source.reader(body_only)
