@@ -40,16 +40,6 @@ class Cluster:
         """The master's address (the only broker of every provider)."""
         return self.broker_addrs[0]
 
-    @property
-    def apache_broker(self) -> bool:
-        return self.version != "python"
-
-    @property
-    def major_version(self) -> int | None:
-        """4 or 5 for an Apache broker, None for the project's."""
-        head = self.version.split(".", 1)[0]
-        return int(head) if head.isdigit() else None
-
 
 def unique_name(prefix: str) -> str:
     """A topic or group name no other test uses (tests share a cluster, never its data)."""
