@@ -232,6 +232,23 @@ class PullConsumer:
         self._state = "starting"
         handlers: dict[int, Handler] = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed}
         await core.open(handlers, self._topics)
+        try:
+            await self._start_parts()
+        except BaseException:
+            self._stop.set()
+            await asyncio.gather(*self._timers, return_exceptions=True)
+            self._state = "stopped"
+            await core.close()
+            raise
+        self._state = "running"
+        if self._mode == "assign":
+            self._apply_assignment()
+        loop = asyncio.get_running_loop()
+        self._next_auto_commit = loop.time() + core.config.auto_commit_interval_ms / 1000
+        logger.info("pull consumer %s started as client %s", core.wire_group, core.client.client_id)
+
+    async def _start_parts(self) -> None:
+        core = self._core
         self._stop.clear()
         loop = asyncio.get_running_loop()
         config = core.config
@@ -259,11 +276,6 @@ class PullConsumer:
             self._timers.append(
                 loop.create_task(self._rebalancer.run(self._stop, config.rebalance_interval_ms))
             )
-        self._state = "running"
-        if self._mode == "assign":
-            self._apply_assignment()
-        self._next_auto_commit = loop.time() + config.auto_commit_interval_ms / 1000
-        logger.info("pull consumer %s started as client %s", core.wire_group, core.client.client_id)
 
     async def close(self) -> None:
         """Stop fetching, commit the offsets of what was polled (with ``auto_commit``), leave the group."""
@@ -392,6 +404,7 @@ class PullConsumer:
         state.seek_offset = offset
         state.consume_offset = offset
         state.pq.clear()
+        self._discard_buffered(state)
         self._core.offsets.update(wire, offset, increase_only=False)
         self._restart(state)
 
@@ -455,6 +468,7 @@ class PullConsumer:
             if queue not in wanted:
                 state = self._queues.pop(queue)
                 state.pq.drop()
+                self._discard_buffered(state)
                 self._core.client.spawn(self._stop_fetcher(state), "stop-fetcher")
         for queue in self._assigned_wanted:
             if queue not in self._queues:
@@ -474,6 +488,7 @@ class PullConsumer:
         if state is None:
             return True
         state.pq.drop()
+        self._discard_buffered(state)
         await self._stop_fetcher(state)
         offsets = self._core.offsets
         if self.auto_commit and state.consume_offset >= 0:
@@ -528,12 +543,17 @@ class PullConsumer:
 
     # -- internals: fetching -------------------------------------------------------------------------------
 
+    def _discard_buffered(self, state: _Queue) -> None:
+        """Forget the buffered batches of a queue that was moved (seek) or given up; ``poll`` would skip
+        them anyway, this only frees them."""
+        self._buffer = collections.deque(b for b in self._buffer if b.state is not state)
+
     def _restart(self, state: _Queue) -> None:
-        """(Re)start the fetcher of a queue; the old one's results are recognised by its epoch and ignored."""
+        """(Re)start the fetcher of a queue; what it buffered stays (a resumed queue keeps its batches), and
+        results of a fetcher from before a seek are recognised by their epoch and ignored."""
         old = state.task
         if old is not None and not old.done():
             old.cancel()
-        self._buffer = collections.deque(b for b in self._buffer if b.state is not state)
         if self._state != "running" or state.pq.dropped:
             state.task = None
             return

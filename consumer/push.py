@@ -199,6 +199,29 @@ class PushConsumer:
         self._state = "starting"
         handlers: dict[int, Handler] = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed}
         await core.open(handlers, core.subscriptions.topics)
+        try:
+            await self._start_parts()
+        except BaseException:
+            self._stop.set()
+            if self._rebalancer is not None:
+                self._rebalancer.stop()
+            await asyncio.gather(*self._timers, return_exceptions=True)
+            if self._service is not None:
+                await self._service.shutdown(0)
+            self._state = "stopped"
+            await core.close()
+            raise
+        self._state = "running"
+        logger.info(
+            "push consumer %s started as client %s (%s, %s)",
+            core.wire_group,
+            core.client.client_id,
+            core.model.value,
+            "orderly" if self._orderly else "concurrently",
+        )
+
+    async def _start_parts(self) -> None:
+        core = self._core
         self._service = self._make_service()
         self._service.start()
         self._rebalancer = Rebalancer(
@@ -231,14 +254,6 @@ class PushConsumer:
                     run_periodically(config.lock_interval_ms, self._lock_all, "locks", self._stop)
                 )
             )
-        self._state = "running"
-        logger.info(
-            "push consumer %s started as client %s (%s, %s)",
-            core.wire_group,
-            core.client.client_id,
-            core.model.value,
-            "orderly" if self._orderly else "concurrently",
-        )
 
     async def shutdown(self) -> None:
         """Stop pulling, let handler calls under way finish, commit, leave the group; idempotent."""

@@ -13,6 +13,8 @@ import random
 from collections.abc import Callable
 
 from consumer.allocate import sorted_queues
+from consumer.errors import ConsumerError
+from producer.errors import ProducerError
 from producer.namesrv import NameServerClient
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
@@ -103,9 +105,12 @@ class ConsumerRoutes:
     async def refresh(self, topic: str) -> list[MessageQueue] | None:
         """Fetch the route of ``topic`` now; returns its readable queues, ``None`` if no NameServer knows it.
 
-        Raises the producer's ``ProducerError`` when no NameServer could answer.
+        Raises :class:`ConsumerError` when no NameServer could answer.
         """
-        route = await self._namesrv.get_route(topic)
+        try:
+            route = await self._namesrv.get_route(topic)
+        except ProducerError as exc:
+            raise ConsumerError(f"no route for topic {topic}: {exc}") from exc
         if route is None:
             if topic in self._queues:
                 logger.warning("topic %s disappeared from the NameServers' routes", topic)
