@@ -54,6 +54,7 @@ class ConsumerClient:
         handlers: Mapping[int, Handler],
         consumer_data: Callable[[], ConsumerData | None],
         topics: Callable[[], list[str]],
+        default_instance: str | None = None,
     ) -> None:
         self.config = config
         self.namesrv_addrs = namesrv_addrs
@@ -61,6 +62,7 @@ class ConsumerClient:
         self._handlers = handlers
         self._consumer_data = consumer_data
         self._topics = topics
+        self._default_instance = default_instance
         self.client_id = ""
         self._remoting: RemotingClient | None = None
         self._api: BrokerApi | None = None
@@ -75,7 +77,8 @@ class ConsumerClient:
         """Create the client and start its timers; connections open lazily."""
         config = self.config
         ip = check_ip(config.client_ip) if config.client_ip else local_ip()
-        self.client_id = client_id(ip, config.instance_name or default_instance_name())
+        instance = config.instance_name or self._default_instance or default_instance_name()
+        self.client_id = client_id(ip, instance)
         self._remoting = RemotingClient(ssl=config.ssl, handlers=self._handlers)
         rpc = ProducerRpc(self._remoting, rpc_settings(config))
         namesrv = NameServerClient(rpc, self.namesrv_addrs, config.request_timeout_ms, self._rng)

@@ -47,7 +47,10 @@ class ConsumerConfig:
     serialize_type: SerializeType = SerializeType.JSON
     #: The ``version`` announced in every command; 409 is Apache 4.9.8, whose client behaviour is followed.
     version: int = DEFAULT_VERSION
-    #: Java's ``instanceName``; by default ``<pid>#<nanoseconds>``, unique per consumer.
+    #: Java's ``instanceName``. By default ``<pid>#<nanoseconds>`` (unique per consumer) when offsets are kept
+    #: on the brokers, and Java's ``DEFAULT`` when they are kept in a local file, whose path includes the
+    #: client id: a restarted consumer must find its file again. Two consumers of one process that keep
+    #: local offsets for the same group need instance names of their own.
     instance_name: str | None = None
     #: The address put in the client id; found from the routing table if unset.
     client_ip: str | None = None
@@ -115,6 +118,8 @@ class ConsumerConfig:
     # -- offsets -------------------------------------------------------------------------------------------
     #: Where broadcasting consumers keep offsets (Java: ``~/.rocketmq_offsets``); ``None`` is that default.
     local_offset_dir: str | None = None
+    #: Keep offsets in the local file in clustering mode too (Java: a ``LocalFileOffsetStore`` set by hand).
+    local_offset_store: bool = False
     #: Ask the broker not to answer "0" for a group that never committed (5.x ``setZeroIfNotFound=false``),
     #: so that ``consume_from`` decides where every new queue starts. Java clients leave this off (and 4.x
     #: brokers ignore it): a queue whose first message is still on disk is then read from its start.

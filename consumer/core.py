@@ -34,6 +34,9 @@ from rocketmq_wire.transport import Handler, RemotingError
 
 logger = logging.getLogger("consumer")
 
+#: Java's default ``instanceName``, kept where the client id names a local offsets file.
+LOCAL_STORE_INSTANCE = "DEFAULT"
+
 
 def merged_config(base: ConsumerConfig | None, overrides: Mapping[str, Any]) -> ConsumerConfig:
     """``base`` (or the defaults) with the keyword arguments that were actually given applied."""
@@ -126,6 +129,11 @@ class ConsumerCore:
     def started(self) -> bool:
         return self._client is not None
 
+    @property
+    def local_offsets(self) -> bool:
+        """Whether offsets live in a local file (broadcasting, or asked for) rather than on the brokers."""
+        return self.model == MessageModel.BROADCASTING or self.config.local_offset_store
+
     async def open(self, handlers: Mapping[int, Handler], topics: Callable[[], list[str]]) -> None:
         client = ConsumerClient(
             self.config,
@@ -134,11 +142,12 @@ class ConsumerCore:
             handlers=handlers,
             consumer_data=self.consumer_data,
             topics=topics,
+            default_instance=LOCAL_STORE_INSTANCE if self.local_offsets else None,
         )
         client.start()
         self._client = client
         self._puller = Puller(client)
-        if self.model == MessageModel.BROADCASTING:
+        if self.local_offsets:
             directory = Path(self.config.local_offset_dir) if self.config.local_offset_dir else None
             self._offsets = LocalFileOffsetStore(
                 directory or default_local_offset_dir(), client.client_id, self.wire_group

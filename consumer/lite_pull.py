@@ -370,7 +370,7 @@ class PullConsumer:
                 core.offsets.update(wire, offset, increase_only=False)
                 queues.append(wire)
         if persist and queues:
-            if core.model == MessageModel.BROADCASTING:
+            if core.local_offsets:
                 await core.offsets.persist_all(list(self._queues) + queues, oneway=False)
             else:
                 for queue in queues:

@@ -231,16 +231,15 @@ async def test_broadcasting_pull_keeps_offsets_locally(
 ) -> None:
     for i in range(6):
         await producer.send(Message(TOPIC, f"b{i}".encode()))
-    config = ConsumerConfig(local_offset_dir=str(tmp_path / "offsets"))
     consumers = [
         PullConsumer(
             "Listeners",
             cluster.address,
             message_model="BROADCASTING",
-            config=config,
+            config=ConsumerConfig(local_offset_dir=str(tmp_path / "offsets"), instance_name=f"listener-{i}"),
             consume_from="FIRST_OFFSET",
         )
-        for _ in range(2)
+        for i in range(2)
     ]
     for consumer in consumers:
         consumer.subscribe(TOPIC)
@@ -259,3 +258,24 @@ async def test_poll_needs_a_running_consumer(cluster: LocalCluster) -> None:
         await consumer.poll(0)
     with pytest.raises(ValueError, match="at least one queue"):
         consumer.assign([])
+
+
+async def test_offsets_can_be_kept_in_a_local_file_in_clustering_mode(
+    cluster: LocalCluster, producer: Producer, tmp_path: Path
+) -> None:
+    mq = queue(cluster, 1)
+    config = ConsumerConfig(local_offset_dir=str(tmp_path / "offsets"), local_offset_store=True)
+    for i in range(3):
+        await producer.send(Message(TOPIC, f"l{i}".encode()), queue=send_queue(cluster, 1))
+    first = PullConsumer("Locals", cluster.address, config=config, consume_from="FIRST_OFFSET")
+    first.assign([mq])
+    async with first:
+        assert first.client_id.endswith("@DEFAULT"), "a stable client id names the file"
+        await drain(first, 3)
+    assert cluster.broker.consumer_offsets.query_offset("Locals", TOPIC, 1) < 0, "nothing on the broker"
+    await producer.send(Message(TOPIC, b"l3"), queue=send_queue(cluster, 1))
+    second = PullConsumer("Locals", cluster.address, config=config, consume_from="FIRST_OFFSET")
+    second.assign([mq])
+    async with second:
+        assert await second.committed(mq) == 3
+        assert [m.body for m in await drain(second, 1)] == [b"l3"]

@@ -168,15 +168,16 @@ async def test_two_members_split_the_queues_and_one_takes_over_when_the_other_st
     assert set(second_round) <= set(received.bodies("a"))
 
 
-async def test_broadcasting_gives_every_member_everything(
+def _broadcaster(cluster: LocalCluster, tmp_path: Path, instance: str) -> PushConsumer:
+    config = ConsumerConfig(local_offset_dir=str(tmp_path / "offsets"), instance_name=instance)
+    return _consumer(cluster, "Everyone", message_model=MessageModel.BROADCASTING, config=config)
+
+
+async def test_broadcasting_gives_every_member_everything_and_resumes_from_its_own_file(
     cluster: LocalCluster, producer: Producer, tmp_path: Path
 ) -> None:
     received = Received()
-    config = ConsumerConfig(local_offset_dir=str(tmp_path / "offsets"))
-    members = [
-        _consumer(cluster, "Everyone", message_model=MessageModel.BROADCASTING, config=config)
-        for _ in range(2)
-    ]
+    members = [_broadcaster(cluster, tmp_path, f"member-{i}") for i in range(2)]
     for index, member in enumerate(members):
         member.register_listener(received.handler(f"m{index}"))
     bodies = [f"news-{i}".encode() for i in range(20)]
@@ -186,19 +187,24 @@ async def test_broadcasting_gives_every_member_everything(
         await member.start()
     try:
         await received.wait_for(40)
-        assert all(
-            m.assignment() == sorted(_topic_queues(cluster), key=lambda q: q.queue_id) for m in members
-        )
+        for member in members:
+            assert member.assignment() == sorted(_topic_queues(cluster), key=lambda q: q.queue_id)
     finally:
         for member in members:
             await member.shutdown()
     for index in range(2):
         assert sorted(received.bodies(f"m{index}")) == sorted(bodies)
     files = sorted((tmp_path / "offsets").glob("*/Everyone/offsets.json"))
-    assert len(files) == 2, "each member keeps its own progress"
-    assert cluster.broker.consumer_offsets.query_offset("Everyone", TOPIC, 0) < 0, (
-        "nothing kept on the broker"
-    )
+    assert [f.parent.parent.name.rpartition("@")[2] for f in files] == ["member-0", "member-1"]
+    assert cluster.broker.consumer_offsets.query_offset("Everyone", TOPIC, 0) < 0, "nothing on the broker"
+
+    # member-0 comes back: it reads on from its own file, not from the first offset again
+    await producer.send(Message(TOPIC, b"later"))
+    again = _broadcaster(cluster, tmp_path, "member-0")
+    again.register_listener(received.handler("again"))
+    async with again:
+        await received.wait_for(41)
+    assert received.bodies("again") == [b"later"]
 
 
 async def test_messages_of_one_sharding_key_arrive_in_order(
