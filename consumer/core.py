@@ -26,8 +26,12 @@ from consumer.positioning import compute_pull_offset
 from consumer.puller import Puller
 from consumer.subscription import SubscriptionTable
 from producer.namesrv import parse_namesrv_list
+from rocketmq_wire.bodies.consumer import ResetOffsetBody
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.offset import ResetOffsetRequestHeader
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import DEFAULT_CONSUMER_GROUP, validate_group, without_namespace, wrap_namespace
 from rocketmq_wire.transport import Handler, RemotingError
@@ -210,3 +214,22 @@ class ConsumerCore:
         except (ConsumerError, RemotingError) as exc:
             logger.warning("group %s: cannot tell where to start %s: %s", self.wire_group, queue, exc)
             return None
+
+    def reset_request(self, request: RemotingCommand) -> dict[MessageQueue, int] | None:
+        """The offsets a broker's RESET_CONSUMER_CLIENT_OFFSET (an operator's reset, relayed) tells this
+        group to move to; ``None`` when it is for another group or unreadable."""
+        try:
+            header = request.read_header(ResetOffsetRequestHeader)
+            body = ResetOffsetBody.from_json(request.body)
+        except CodecError as exc:
+            logger.warning("group %s: unreadable offset reset: %s", self.wire_group, exc)
+            return None
+        if header.group != self.wire_group:
+            return None
+        logger.info(
+            "group %s: offsets of topic %s reset by the broker: %s",
+            self.wire_group,
+            header.topic,
+            body.offset_table,
+        )
+        return dict(body.offset_table)

@@ -230,7 +230,10 @@ class PullConsumer:
             raise ConsumerStateError(f"the consumer was already started ({self._state})")
         core = self._core
         self._state = "starting"
-        handlers: dict[int, Handler] = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed}
+        handlers: dict[int, Handler] = {
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._on_reset_offset,
+        }
         await core.open(handlers, self._topics)
         try:
             await self._start_parts()
@@ -535,6 +538,31 @@ class PullConsumer:
         await self._core.client.heartbeat_all()
         if self._rebalancer is not None:
             self._rebalancer.request()
+
+    async def _on_reset_offset(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        table = self._core.reset_request(request)
+        if table and self._state == "running":
+            self._core.client.spawn(self._reset_offsets(table), "reset-offsets")
+        return None
+
+    async def _reset_offsets(self, table: dict[MessageQueue, int]) -> None:
+        """An operator reset the group's offsets: held queues move there as by :meth:`seek` (without the
+        range check: the broker computed them), and the new offsets are committed."""
+        offsets = self._core.offsets
+        for queue, offset in table.items():
+            state = self._queues.get(queue)
+            if state is not None:
+                state.epoch += 1
+                state.seek_offset = offset
+                state.consume_offset = offset
+                state.pq.clear()
+                self._discard_buffered(state)
+                self._restart(state)
+            offsets.update(queue, offset, increase_only=False)
+        try:
+            await offsets.persist_all(list(self._queues) + list(table), oneway=False)
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning("committing reset offsets failed: %s", exc)
 
     async def _on_ids_changed(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         if self._rebalancer is not None:

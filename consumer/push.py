@@ -197,7 +197,10 @@ class PushConsumer:
         if core.model == MessageModel.CLUSTERING:
             core.subscriptions.add_retry(core.wire_group)
         self._state = "starting"
-        handlers: dict[int, Handler] = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed}
+        handlers: dict[int, Handler] = {
+            RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed,
+            RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._on_reset_offset,
+        }
         await core.open(handlers, core.subscriptions.topics)
         try:
             await self._start_parts()
@@ -565,3 +568,34 @@ class PushConsumer:
         if self._rebalancer is not None:
             self._rebalancer.request()
         return None
+
+    async def _on_reset_offset(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        table = self._core.reset_request(request)
+        if table and self._state == "running":
+            self._core.client.spawn(self._reset_offsets(table), "reset-offsets")
+        return None
+
+    async def _reset_offsets(self, table: dict[MessageQueue, int]) -> None:
+        """Move queues to the offsets an operator reset them to (Java's ``resetOffset``): stop pulling, drop
+        what is held, commit the new offsets, and let the next round take the queues again from there."""
+        offsets = self._core.offsets
+        self.suspend()
+        try:
+            for queue in table:
+                reader = self._readers.get(queue)
+                if reader is not None:
+                    reader.pq.drop()
+            for queue, offset in table.items():
+                offsets.update_and_freeze(queue, offset)
+                try:
+                    await offsets.persist(queue)
+                except (ConsumerError, RemotingError) as exc:
+                    logger.warning("committing the reset offset of %s failed: %s", queue, exc)
+                reader = self._readers.pop(queue, None)
+                if reader is not None:
+                    await reader.stop()
+                offsets.remove(queue)
+        finally:
+            self.resume()
+            if self._rebalancer is not None:
+                self._rebalancer.request()

@@ -21,8 +21,10 @@ from broker.registration import RegistrationResult
 from broker.testing import BrokerClient, config_for_tests
 from consumer.listener import ConsumeStatus
 from nameserver import NameServer
-from rocketmq_wire import ResponseCode
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.bodies.consumer import ResetOffsetBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.headers.offset import ResetOffsetRequestHeader
 from rocketmq_wire.message import MessageExt
 
 #: Default bound on every wait in these helpers: long enough for a slow CI machine, short enough to fail.
@@ -74,6 +76,18 @@ class LocalCluster:
 
     def routed(self, topic: str) -> bool:
         return self.namesrv.routes.pickup_topic_route_data(topic) is not None
+
+    async def reset_offsets(self, group: str, topic: str, offsets: dict[MessageQueue, int]) -> int:
+        """Tell the group's online members to move to ``offsets`` (RESET_CONSUMER_CLIENT_OFFSET, as a broker
+        relays an operator's reset); returns how many members were told."""
+        info = self.broker.consumer_manager.group(group)
+        members = [] if info is None else info.connections()
+        header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=0, is_force=True)
+        body = ResetOffsetBody(offset_table=dict(offsets)).to_json()
+        for conn in members:
+            request = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, header, body)
+            await self.broker.server.invoke_oneway(conn, request)
+        return len(members)
 
     async def create_topic(self, topic: str, queues: int = 4) -> None:
         """Create ``topic`` on the broker and return once the NameServer routes it."""

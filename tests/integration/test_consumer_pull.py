@@ -279,3 +279,19 @@ async def test_offsets_can_be_kept_in_a_local_file_in_clustering_mode(
     async with second:
         assert await second.committed(mq) == 3
         assert [m.body for m in await drain(second, 1)] == [b"l3"]
+
+
+async def test_an_operators_offset_reset_moves_the_pull_consumer(
+    cluster: LocalCluster, producer: Producer
+) -> None:
+    mq = queue(cluster, 2)
+    for i in range(4):
+        await producer.send(Message(TOPIC, f"p{i}".encode()), queue=send_queue(cluster, 2))
+    consumer = PullConsumer("Rewound", cluster.address, consume_from="FIRST_OFFSET")
+    consumer.subscribe(TOPIC)
+    async with consumer:
+        assert [m.body for m in await drain(consumer, 4)] == [b"p0", b"p1", b"p2", b"p3"]
+        assert await cluster.reset_offsets("Rewound", TOPIC, {mq: 1}) == 1
+        assert [m.body for m in await drain(consumer, 3)] == [b"p1", b"p2", b"p3"]
+        assert await consumer.committed(mq) == 1, "the reset is committed; what was polled since, at close"
+    assert cluster.broker.consumer_offsets.query_offset("Rewound", TOPIC, 2) == 4

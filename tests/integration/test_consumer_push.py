@@ -337,6 +337,26 @@ async def test_a_commit_beyond_the_queue_is_corrected_from_the_brokers_answer(
     assert received.bodies() == [b"after"], "the queue went on from the broker's end, as Java's does"
 
 
+async def test_an_operators_offset_reset_moves_a_running_consumer(
+    cluster: LocalCluster, producer: Producer
+) -> None:
+    """RESET_CONSUMER_CLIENT_OFFSET: the broker relays a reset; the running consumer drops what it holds,
+    commits the new offset and reads from there (instead of overwriting the reset with its own)."""
+    to_queue = SendQueue(TOPIC, cluster.broker.config.broker_name, 1)
+    for i in range(5):
+        await producer.send(Message(TOPIC, f"r{i}".encode()), queue=to_queue)
+    received = Received()
+    consumer = _consumer(cluster, "Rewinders")
+    consumer.register_listener(received.handler("r"))
+    async with consumer:
+        await received.wait_for(5)
+        queue = MessageQueue(topic=TOPIC, broker_name=cluster.broker.config.broker_name, queue_id=1)
+        assert await cluster.reset_offsets("Rewinders", TOPIC, {queue: 2}) == 1
+        await received.wait_for(8)
+    assert received.bodies() == [b"r0", b"r1", b"r2", b"r3", b"r4", b"r2", b"r3", b"r4"]
+    assert cluster.broker.consumer_offsets.query_offset("Rewinders", TOPIC, 1) == 5
+
+
 class SendBacks:
     """Counts CONSUMER_SEND_MSG_BACK requests the broker has finished handling (it wraps the broker's own
     processor), so a test knows a failed message is stored before it moves the clock."""
