@@ -124,7 +124,7 @@ class ConsumerClient:
         assert self._remoting is not None, "the consumer client is not started"
         return self._remoting
 
-    def spawn(self, coro: Awaitable[Any], name: str) -> None:
+    def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` in the background until it ends or the client closes."""
 
         async def run() -> Any:
@@ -133,6 +133,7 @@ class ConsumerClient:
         task = asyncio.get_running_loop().create_task(run(), name=name)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+        return task
 
     # -- routes and brokers --------------------------------------------------------------------------------
 

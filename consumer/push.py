@@ -120,6 +120,7 @@ class PushConsumer:
         self._readers: dict[MessageQueue, QueueReader] = {}
         self._pending_start: list[QueueReader] = []
         self._announced: dict[str, int] = {}
+        self._reannouncing: asyncio.Task[Any] | None = None
         self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
         self._rebalancer: Rebalancer | None = None
         self._stop = asyncio.Event()
@@ -390,6 +391,7 @@ class PushConsumer:
             deliver=self._deliver,
             offset_moved=self._offset_moved,
             paused=lambda: self._paused,
+            unknown_to_broker=self._reannounce,
         )
 
     def _pull_spec(self, queue: MessageQueue) -> commands.PullSpec | None:
@@ -548,6 +550,11 @@ class PushConsumer:
         versions = {data.topic or "": data.sub_version for data in self._core.subscriptions.data()}
         await self._core.client.heartbeat_all()
         self._announced.update(versions)
+
+    def _reannounce(self) -> None:
+        """Heartbeat soon, once, however many readers ask (a restarted broker forgot the group)."""
+        if self._reannouncing is None or self._reannouncing.done():
+            self._reannouncing = self._core.client.spawn(self._announce(), "reannounce")
 
     async def _persist_offsets(self) -> None:
         owned = [queue for queue, reader in self._readers.items() if not reader.pq.dropped]

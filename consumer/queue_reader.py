@@ -50,12 +50,16 @@ class ReaderHooks:
         deliver: Callable[[list[MessageExt], ProcessQueue, MessageQueue, bool], None],
         offset_moved: Callable[[MessageQueue, int], Awaitable[None]],
         paused: Callable[[], bool],
+        unknown_to_broker: Callable[[], None] = lambda: None,
     ) -> None:
         self.spec_for = spec_for
         self.tags_for = tags_for
         self.deliver = deliver
         self.offset_moved = offset_moved
         self.paused = paused
+        #: The broker no longer knows this consumer's subscription (it restarted): heartbeat now rather
+        #: than at the next 30 s round.
+        self.unknown_to_broker = unknown_to_broker
 
 
 class QueueReader:
@@ -149,6 +153,8 @@ class QueueReader:
                 logger.warning("pull of %s refused: %s", queue, exc)
             if exc.code == ResponseCode.FLOW_CONTROL:
                 return BROKER_FLOW_CONTROL_DELAY_MS
+            if exc.code in (ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_NOT_LATEST):
+                self._hooks.unknown_to_broker()
             return self._error_delay_ms
         except (ConsumerError, RemotingError) as exc:
             if not pq.dropped:

@@ -71,6 +71,15 @@ class LocalCluster:
             await self._broker.close()
         await self.namesrv.close()
 
+    async def restart_broker(self) -> None:
+        """Stop the broker and start a new one on the same store and port (what clients see of a restart:
+        connections drop, and the new broker knows no client until they heartbeat again)."""
+        old = self.broker
+        await old.close()
+        self._broker = Broker(old.config, clock=self._clock)
+        self._broker.registration.on_registered(self._on_registered)
+        await self._broker.start()
+
     def _on_registered(self, results: list[RegistrationResult]) -> None:
         self._registered.set()
 

@@ -357,6 +357,23 @@ async def test_an_operators_offset_reset_moves_a_running_consumer(
     assert cluster.broker.consumer_offsets.query_offset("Rewinders", TOPIC, 1) == 5
 
 
+async def test_a_restarted_broker_is_told_about_the_consumer_at_once(
+    cluster: LocalCluster, producer: Producer
+) -> None:
+    """After a broker restart the consumer's pulls are refused (the broker forgot the group); the consumer
+    heartbeats right away instead of waiting for its 30 s round, so consumption resumes within seconds."""
+    received = Received()
+    consumer = _consumer(cluster, "Survivors")
+    consumer.register_listener(received.handler("s"))
+    async with consumer:
+        await producer.send(Message(TOPIC, b"before"))
+        await received.wait_for(1)
+        await cluster.restart_broker()
+        await producer.send(Message(TOPIC, b"after"))
+        await received.wait_for(2)
+    assert received.bodies() == [b"before", b"after"]
+
+
 class SendBacks:
     """Counts CONSUMER_SEND_MSG_BACK requests the broker has finished handling (it wraps the broker's own
     processor), so a test knows a failed message is stored before it moves the clock."""
