@@ -26,10 +26,12 @@ Messages are :class:`rocketmq_wire.message.MessageExt` with everything a Java co
 properties, decompressed body, hosts, timestamps, reconsume times); a redelivered message shows its original
 topic. Offsets are committed to the brokers every 5 s and on shutdown (broadcasting: to a local file).
 
-Modules: ``config`` (Java's defaults), ``allocate`` (queue sharing), ``rebalance``, ``queue_reader`` and
-``puller`` (pulling), ``fetch`` (pull answers), ``process_queue`` (in-flight window), ``consume_concurrently``
-/ ``consume_orderly``, ``offset_store``, ``positioning`` (where a new queue starts), ``commands`` and
-``broker_api`` (the requests), ``client`` (routes, heartbeats), ``push`` and ``lite_pull`` (the consumers).
+Modules: ``config`` (Java's defaults), ``allocate`` (queue sharing), ``rebalance``, ``queue_reader`` /
+``lite_fetcher`` and ``puller`` (pulling), ``fetch`` (pull answers), ``process_queue`` (in-flight window),
+``consume_concurrently`` / ``consume_orderly`` and ``queue_locks``, ``offset_store``, ``positioning`` (where a
+new queue starts), ``commands`` and ``broker_api`` (the requests), ``client`` and ``routes`` (routes,
+heartbeats), ``core``, ``push`` and ``lite_pull`` (the consumers); ``testing`` runs a NameServer and Broker
+in-process for tests.
 """
 
 from consumer.allocate import (
@@ -49,7 +51,8 @@ from consumer.errors import (
     OffsetNotFoundError,
 )
 from consumer.listener import ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeStatus
-from consumer.lite_pull import PolledBatch, PullConsumer
+from consumer.lite_fetcher import PolledBatch
+from consumer.lite_pull import PullConsumer
 from consumer.push import PushConsumer
 from consumer.rebalance import RebalanceListener
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, MessageModel

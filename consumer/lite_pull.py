@@ -18,76 +18,29 @@ in offset order. Progress is committed automatically every 5 s (``auto_commit``)
 from __future__ import annotations
 
 import asyncio
-import collections
-import dataclasses
 import logging
 import random
 from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from consumer import commands
-from consumer._pending_wire import build_subscription
 from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
 from consumer.config import AllocateStrategyName, ConsumerConfig
 from consumer.core import ConsumerCore, merged_config, parse_message_model
 from consumer.errors import ConsumerError, ConsumerStateError, InvalidOffsetError
-from consumer.fetch import PullStatus
+from consumer.lite_fetcher import LiteFetcher, PolledBatch
 from consumer.offset_store import ReadOffsetType
 from consumer.positioning import consume_from_where, timestamp_ms
-from consumer.process_queue import ProcessQueue
 from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
-from consumer.subscription import tag_filter
 from producer.timers import run_periodically
-from rocketmq_wire.bodies.heartbeat import SUB_ALL, ConsumeFromWhere, ConsumeType, MessageModel
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.message import MessageExt, sysflag
+from rocketmq_wire.message import MessageExt
 from rocketmq_wire.transport import Connection, Handler, RemotingError
 
 logger = logging.getLogger("consumer.lite_pull")
-
-#: Java's ``DefaultLitePullConsumer`` defaults.
-LITE_BROKER_SUSPEND_MS = 20_000
-LITE_DELAY_WHEN_EXCEPTION_MS = 1_000
-FLOW_CONTROL_DELAY_MS = 50
-#: Java's ``Integer.MAX_VALUE``, what a 5.x lite pull asks for as ``maxMsgBytes``.
-_NO_BYTE_LIMIT = 0x7FFFFFFF
-
-
-@dataclasses.dataclass(eq=False)
-class _Queue:
-    """One assigned queue: its window, where to pull next, where the caller has consumed up to."""
-
-    queue: MessageQueue
-    pq: ProcessQueue = dataclasses.field(default_factory=ProcessQueue)
-    pull_offset: int = -1
-    consume_offset: int = -1
-    seek_offset: int = -1
-    paused: bool = False
-    epoch: int = 0
-    task: asyncio.Task[None] | None = None
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class PolledBatch:
-    """Messages of one queue, in offset order, as :meth:`PullConsumer.poll_batch` returns them."""
-
-    queue: MessageQueue
-    messages: list[MessageExt]
-
-    @property
-    def next_offset(self) -> int:
-        """The offset after the last message: what to commit once all of them are processed."""
-        return self.messages[-1].queue_offset + 1 if self.messages else -1
-
-
-@dataclasses.dataclass(slots=True)
-class _Batch:
-    messages: list[MessageExt]
-    state: _Queue
-    epoch: int
 
 
 class PullConsumer:
@@ -146,9 +99,7 @@ class PullConsumer:
         self._rebalance_listener = rebalance_listener
         self._mode: str | None = None
         self._assigned_wanted: list[MessageQueue] = []
-        self._queues: dict[MessageQueue, _Queue] = {}
-        self._buffer: collections.deque[_Batch] = collections.deque()
-        self._available = asyncio.Event()
+        self._fetcher = LiteFetcher(self._core, self._subscription_for)
         self._rebalancer: Rebalancer | None = None
         self._stop = asyncio.Event()
         self._timers: list[asyncio.Task[None]] = []
@@ -198,21 +149,20 @@ class PullConsumer:
 
     def assignment(self) -> list[MessageQueue]:
         """The queues read now, as the user names their topics."""
-        return sorted_queues(self._core.user_queue(q) for q in self._queues)
+        return sorted_queues(self._core.user_queue(q) for q in self._fetcher.queues)
 
     def pause(self, queues: Iterable[MessageQueue]) -> None:
         """Stop fetching ``queues`` (what is buffered is still returned) until :meth:`resume`."""
         for queue in queues:
-            state = self._queues.get(self._core.wire_queue(_as_queue(queue)))
+            state = self._fetcher.queues.get(self._core.wire_queue(_as_queue(queue)))
             if state is not None:
-                state.paused = True
+                self._fetcher.pause(state)
 
     def resume(self, queues: Iterable[MessageQueue]) -> None:
         for queue in queues:
-            state = self._queues.get(self._core.wire_queue(_as_queue(queue)))
-            if state is not None and state.paused:
-                state.paused = False
-                self._restart(state)
+            state = self._fetcher.queues.get(self._core.wire_queue(_as_queue(queue)))
+            if state is not None:
+                self._fetcher.resume(state)
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
@@ -244,6 +194,7 @@ class PullConsumer:
             await core.close()
             raise
         self._state = "running"
+        self._fetcher.start()
         if self._mode == "assign":
             self._apply_assignment()
         loop = asyncio.get_running_loop()
@@ -291,19 +242,17 @@ class PullConsumer:
         if self._rebalancer is not None:
             self._rebalancer.stop()
         await asyncio.gather(*self._timers, return_exceptions=True)
-        states = list(self._queues.values())
-        await asyncio.gather(*(self._stop_fetcher(state) for state in states))
+        owned = list(self._fetcher.queues)
+        await self._fetcher.stop()
         if self.auto_commit:
             self._commit_consumed()
         try:
-            await core.offsets.persist_all(list(self._queues), oneway=False)
+            await core.offsets.persist_all(owned, oneway=False)
         except Exception:
             logger.exception("group %s: committing offsets at close failed", core.wire_group)
         await core.client.unregister_all(core.wire_group)
         await core.close()
-        self._queues.clear()
-        self._buffer.clear()
-        self._available.set()
+        self._fetcher.queues.clear()
         self._state = "stopped"
         logger.info("pull consumer %s (client %s) closed", core.wire_group, core.client.client_id)
 
@@ -330,32 +279,10 @@ class PullConsumer:
         if self.auto_commit and loop.time() >= self._next_auto_commit:
             self._commit_consumed()
             self._next_auto_commit = loop.time() + self.config.auto_commit_interval_ms / 1000
-        deadline = loop.time() + timeout
-        while True:
-            while self._buffer:
-                batch = self._buffer.popleft()
-                state = batch.state
-                if (
-                    state.pq.dropped
-                    or batch.epoch != state.epoch
-                    or self._queues.get(state.queue) is not state
-                ):
-                    continue
-                offset = state.pq.remove(batch.messages)
-                if offset >= 0:
-                    state.consume_offset = offset
-                return PolledBatch(
-                    self._core.user_queue(state.queue), self._core.user_messages(batch.messages)
-                )
-            remaining = deadline - loop.time()
-            if remaining <= 0 or self._state != "running":
-                return None
-            self._available.clear()
-            try:
-                async with asyncio.timeout(remaining):
-                    await self._available.wait()
-            except TimeoutError:
-                return None
+        batch = await self._fetcher.take(timeout)
+        if batch is None:
+            return None
+        return PolledBatch(self._core.user_queue(batch.queue), self._core.user_messages(batch.messages))
 
     async def commit(
         self, offsets: Mapping[MessageQueue, int] | None = None, *, persist: bool = True
@@ -374,7 +301,7 @@ class PullConsumer:
                 queues.append(wire)
         if persist and queues:
             if core.local_offsets:
-                await core.offsets.persist_all(list(self._queues) + queues, oneway=False)
+                await core.offsets.persist_all(list(self._fetcher.queues) + queues, oneway=False)
             else:
                 for queue in queues:
                     await core.offsets.persist(queue)
@@ -394,22 +321,16 @@ class PullConsumer:
         dropped and its consumed offset is set there."""
         self._check_running()
         wire = self._core.wire_queue(_as_queue(queue))
-        state = self._queues.get(wire)
-        if state is None:
+        if wire not in self._fetcher.queues:
             raise ConsumerStateError(f"{queue} is not assigned to this consumer")
         low, high = await self._core.min_offset(wire), await self._core.max_offset(wire)
         if not low <= offset <= high:
             raise InvalidOffsetError(f"seek offset {offset} of {queue} is outside [{low}, {high}]")
-        state = self._queues.get(wire)
+        state = self._fetcher.queues.get(wire)
         if state is None:
             raise ConsumerStateError(f"{queue} was released while seeking")
-        state.epoch += 1
-        state.seek_offset = offset
-        state.consume_offset = offset
-        state.pq.clear()
-        self._discard_buffered(state)
+        self._fetcher.move(state, offset)
         self._core.offsets.update(wire, offset, increase_only=False)
-        self._restart(state)
 
     async def seek_to_begin(self, queue: MessageQueue) -> int:
         """Seek to the queue's first stored message; returns that offset."""
@@ -465,34 +386,25 @@ class PullConsumer:
             return sorted({q.topic or "" for q in self._assigned_wanted})
         return self._core.subscriptions.topics()
 
+    def _subscription_for(self, topic: str) -> SubscriptionData | None:
+        return self._core.subscriptions.get(topic) if self._mode == "subscribe" else None
+
     def _apply_assignment(self) -> None:
         wanted = set(self._assigned_wanted)
-        for queue in list(self._queues):
+        for queue in list(self._fetcher.queues):
             if queue not in wanted:
-                state = self._queues.pop(queue)
-                state.pq.drop()
-                self._discard_buffered(state)
-                self._core.client.spawn(self._stop_fetcher(state), "stop-fetcher")
+                self._core.client.spawn(self._fetcher.remove(queue), "stop-fetcher")
         for queue in self._assigned_wanted:
-            if queue not in self._queues:
-                self._add(queue)
-
-    def _add(self, queue: MessageQueue) -> _Queue:
-        state = _Queue(queue)
-        self._queues[queue] = state
-        self._restart(state)
-        return state
+            if queue not in self._fetcher.queues:
+                self._fetcher.add(queue)
 
     def _owned(self, topic: str) -> set[MessageQueue]:
-        return {queue for queue in self._queues if queue.topic == topic}
+        return {queue for queue in self._fetcher.queues if queue.topic == topic}
 
     async def _release(self, queue: MessageQueue) -> bool:
-        state = self._queues.pop(queue, None)
+        state = await self._fetcher.remove(queue)
         if state is None:
             return True
-        state.pq.drop()
-        self._discard_buffered(state)
-        await self._stop_fetcher(state)
         offsets = self._core.offsets
         if self.auto_commit and state.consume_offset >= 0:
             offsets.update(queue, state.consume_offset, increase_only=False)
@@ -506,7 +418,7 @@ class PullConsumer:
 
     async def _acquire(self, queue: MessageQueue) -> bool:
         self._core.offsets.remove(queue)
-        self._add(queue)
+        self._fetcher.add(queue)
         return True
 
     async def _changed(self, topic: str, all_queues: list[MessageQueue], owned: list[MessageQueue]) -> None:
@@ -523,15 +435,13 @@ class PullConsumer:
 
     def _commit_consumed(self) -> list[MessageQueue]:
         """Move every queue's consumed offset into the offset store (persisted by the timer)."""
-        committed = []
-        for queue, state in self._queues.items():
-            if state.consume_offset >= 0 and not state.pq.dropped:
-                self._core.offsets.update(queue, state.consume_offset, increase_only=False)
-                committed.append(queue)
-        return committed
+        consumed = self._fetcher.consumed()
+        for queue, offset in consumed.items():
+            self._core.offsets.update(queue, offset, increase_only=False)
+        return list(consumed)
 
     async def _persist_offsets(self) -> None:
-        await self._core.offsets.persist_all(list(self._queues))
+        await self._core.offsets.persist_all(list(self._fetcher.queues))
 
     async def _after_subscription_change(self) -> None:
         await self._core.refresh_subscribed_routes()
@@ -550,17 +460,12 @@ class PullConsumer:
         range check: the broker computed them), and the new offsets are committed."""
         offsets = self._core.offsets
         for queue, offset in table.items():
-            state = self._queues.get(queue)
+            state = self._fetcher.queues.get(queue)
             if state is not None:
-                state.epoch += 1
-                state.seek_offset = offset
-                state.consume_offset = offset
-                state.pq.clear()
-                self._discard_buffered(state)
-                self._restart(state)
+                self._fetcher.move(state, offset)
             offsets.update(queue, offset, increase_only=False)
         try:
-            await offsets.persist_all(list(self._queues) + list(table), oneway=False)
+            await offsets.persist_all(list(self._fetcher.queues) + list(table), oneway=False)
         except (ConsumerError, RemotingError) as exc:
             logger.warning("committing reset offsets failed: %s", exc)
 
@@ -568,115 +473,6 @@ class PullConsumer:
         if self._rebalancer is not None:
             self._rebalancer.request()
         return None
-
-    # -- internals: fetching -------------------------------------------------------------------------------
-
-    def _discard_buffered(self, state: _Queue) -> None:
-        """Forget the buffered batches of a queue that was moved (seek) or given up; ``poll`` would skip
-        them anyway, this only frees them."""
-        self._buffer = collections.deque(b for b in self._buffer if b.state is not state)
-
-    def _restart(self, state: _Queue) -> None:
-        """(Re)start the fetcher of a queue; what it buffered stays (a resumed queue keeps its batches), and
-        results of a fetcher from before a seek are recognised by their epoch and ignored."""
-        old = state.task
-        if old is not None and not old.done():
-            old.cancel()
-        if self._state != "running" or state.pq.dropped:
-            state.task = None
-            return
-        state.task = asyncio.get_running_loop().create_task(
-            self._fetch(state), name=f"fetch-{state.queue.topic}-{state.queue.queue_id}"
-        )
-
-    async def _stop_fetcher(self, state: _Queue) -> None:
-        task, state.task = state.task, None
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-
-    def _flow_controlled(self, state: _Queue) -> bool:
-        config = self.config
-        pq = state.pq
-        return (
-            len(self._buffer) * config.pull_batch_size > config.pull_threshold_for_all
-            or pq.count > config.pull_threshold_for_queue
-            or pq.size_bytes > config.pull_threshold_size_for_queue_mib * 1024 * 1024
-            or pq.max_span > config.consume_max_span
-        )
-
-    def _spec(self, queue: MessageQueue) -> tuple[commands.PullSpec, frozenset[str] | None]:
-        core = self._core
-        config = core.config
-        subscription = core.subscriptions.get(queue.topic or "") if self._mode == "subscribe" else None
-        if subscription is None:
-            subscription = build_subscription(queue.topic or "", SUB_ALL)
-        spec = commands.PullSpec(
-            group=core.wire_group,
-            max_nums=config.pull_batch_size,
-            sys_flag=sysflag.build_pull_sys_flag(suspend=True, subscription=True, lite_pull=True),
-            commit_offset=0,
-            suspend_timeout_ms=config.broker_suspend_max_ms or LITE_BROKER_SUSPEND_MS,
-            subscription=subscription.sub_string,
-            sub_version=0,
-            expression_type=subscription.expression_type,
-            max_msg_bytes=_NO_BYTE_LIMIT if commands.is_v5(config.version) else None,
-            lite=True,
-        )
-        return spec, tag_filter(subscription)
-
-    async def _next_offset(self, state: _Queue) -> int | None:
-        if state.seek_offset >= 0:
-            offset, state.seek_offset = state.seek_offset, -1
-            state.pull_offset = offset
-            return offset
-        if state.pull_offset >= 0:
-            return state.pull_offset
-        start = await self._core.start_offset(state.queue)
-        if start is not None and start >= 0:
-            state.pull_offset = start
-            return start
-        return None
-
-    async def _fetch(self, state: _Queue) -> None:
-        config = self.config
-        delay_ms = (
-            LITE_DELAY_WHEN_EXCEPTION_MS
-            if config.pull_delay_when_exception_ms is None
-            else config.pull_delay_when_exception_ms
-        )
-        while not state.pq.dropped and not state.paused and self._state == "running":
-            if self._flow_controlled(state):
-                await state.pq.wait_for_room(FLOW_CONTROL_DELAY_MS / 1000)
-                continue
-            epoch = state.epoch
-            offset = await self._next_offset(state)
-            if offset is None:
-                await asyncio.sleep(delay_ms / 1000)
-                continue
-            spec, tags = self._spec(state.queue)
-            try:
-                result = await self._core.puller.pull(
-                    state.queue, offset, spec, tags, config.consumer_timeout_when_suspend_ms
-                )
-            except (ConsumerError, RemotingError) as exc:
-                logger.warning("pull of %s failed: %s", state.queue, exc)
-                await asyncio.sleep(delay_ms / 1000)
-                continue
-            if state.pq.dropped or state.epoch != epoch:
-                continue
-            if result.status is PullStatus.FOUND and result.messages:
-                state.pq.put(result.messages)
-                self._buffer.append(_Batch(result.messages, state, epoch))
-                self._available.set()
-            elif result.status is PullStatus.OFFSET_ILLEGAL:
-                logger.warning(
-                    "offset %d of %s is out of range; continuing at %d",
-                    offset,
-                    state.queue,
-                    result.next_begin_offset,
-                )
-            state.pull_offset = result.next_begin_offset
 
 
 def _as_queue(queue: Any) -> MessageQueue:

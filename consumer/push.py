@@ -35,6 +35,7 @@ from consumer.errors import ConsumerError, ConsumerStateError
 from consumer.listener import ConsumeStatus
 from consumer.positioning import consume_from_where, timestamp_ms
 from consumer.process_queue import ProcessQueue
+from consumer.queue_locks import QueueLocks
 from consumer.queue_reader import QueueReader, ReaderHooks
 from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
 from consumer.subscription import tag_filter
@@ -122,6 +123,7 @@ class PushConsumer:
         self._announced: dict[str, int] = {}
         self._reannouncing: asyncio.Task[Any] | None = None
         self._service: ConcurrentConsumeService | OrderlyConsumeService | None = None
+        self._locks: QueueLocks | None = None
         self._rebalancer: Rebalancer | None = None
         self._stop = asyncio.Event()
         self._timers: list[asyncio.Task[None]] = []
@@ -226,6 +228,7 @@ class PushConsumer:
 
     async def _start_parts(self) -> None:
         core = self._core
+        self._locks = QueueLocks(core.client, core.wire_group)
         self._service = self._make_service()
         self._service.start()
         self._rebalancer = Rebalancer(
@@ -282,7 +285,7 @@ class PushConsumer:
         except Exception:
             logger.exception("group %s: committing offsets at shutdown failed", core.wire_group)
         if self._orderly and core.model == MessageModel.CLUSTERING:
-            await self._unlock(owned)
+            await self._queue_locks().unlock(owned)
         await core.client.unregister_all(core.wire_group)
         await core.close()
         self._readers.clear()
@@ -315,7 +318,7 @@ class PushConsumer:
                 return False
             try:
                 await self._remove(queue, reader)
-                await self._unlock([queue])
+                await self._queue_locks().unlock([queue])
             finally:
                 reader.pq.consume_lock.release()
             return True
@@ -337,7 +340,7 @@ class PushConsumer:
         core = self._core
         locked = False
         if self._orderly and core.model == MessageModel.CLUSTERING:
-            locked = queue in await self._lock(queue.broker_name or "", [queue])
+            locked = queue in await self._queue_locks().lock([queue])
             if not locked:
                 return False
         core.offsets.remove(queue)
@@ -500,48 +503,25 @@ class PushConsumer:
 
     # -- locks (orderly, clustering) -----------------------------------------------------------------------
 
-    async def _lock(self, broker_name: str, queues: list[MessageQueue]) -> set[MessageQueue]:
-        core = self._core
-        try:
-            addr = await core.client.master_of(queues[0])
-            return set(await core.client.api.lock(addr, core.wire_group, core.client.client_id, queues))
-        except (ConsumerError, RemotingError) as exc:
-            logger.warning("locking %d queues on broker %s failed: %s", len(queues), broker_name, exc)
-            return set()
+    def _queue_locks(self) -> QueueLocks:
+        assert self._locks is not None, "the consumer is not started"
+        return self._locks
 
     async def _lock_one(self, queue: MessageQueue) -> bool:
+        locked = queue in await self._queue_locks().lock([queue])
         reader = self._readers.get(queue)
-        locked = queue in await self._lock(queue.broker_name or "", [queue])
         if reader is not None:
             reader.pq.mark_locked(locked)
         return locked
 
     async def _lock_all(self) -> None:
-        """Renew the locks of every owned queue, broker by broker (every 20 s)."""
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for queue, reader in self._readers.items():
-            if not reader.pq.dropped:
-                by_broker.setdefault(queue.broker_name or "", []).append(queue)
-        for broker_name, queues in by_broker.items():
-            locked = await self._lock(broker_name, queues)
-            for queue in queues:
-                held = self._readers.get(queue)
-                if held is not None:
-                    held.pq.mark_locked(queue in locked)
-
-    async def _unlock(self, queues: list[MessageQueue]) -> None:
-        core = self._core
-        by_broker: dict[str, list[MessageQueue]] = {}
-        for queue in queues:
-            by_broker.setdefault(queue.broker_name or "", []).append(queue)
-        for broker_name, batch in by_broker.items():
-            try:
-                addr = await core.client.master_of(batch[0])
-                await core.client.api.unlock(
-                    addr, core.wire_group, core.client.client_id, batch, oneway=False
-                )
-            except (ConsumerError, RemotingError) as exc:
-                logger.warning("unlocking queues on broker %s failed: %s", broker_name, exc)
+        """Renew the locks of every owned queue (every 20 s); a queue whose lock was lost stops consuming."""
+        owned = [queue for queue, reader in self._readers.items() if not reader.pq.dropped]
+        held = await self._queue_locks().lock_all(owned)
+        for queue in owned:
+            reader = self._readers.get(queue)
+            if reader is not None:
+                reader.pq.mark_locked(queue in held)
 
     # -- background ----------------------------------------------------------------------------------------
 
