@@ -134,6 +134,7 @@ async def run_consume(
     printed = 0
     await consumer.start()
     try:
+        await consumer.fetch_message_queues(topic)  # a missing topic or NameServer: say so, do not wait
         while not stop.is_set() and (count == 0 or printed < count):
             batch = await _poll_or_stop(consumer, stop)
             if batch is None:

@@ -114,6 +114,12 @@ async def test_a_missing_nameserver_is_one_line() -> None:
     assert code == 1 and "no NameServer address" in err and "Traceback" not in err
 
 
+async def test_an_unknown_topic_is_one_line(cluster: LocalCluster) -> None:
+    proc = await _spawn("NoSuchTopic", "--group", "G", "--namesrv", cluster.address)
+    code, _, err = await _finish(proc)
+    assert code == 1 and "'NoSuchTopic' does not exist" in err and "Traceback" not in err
+
+
 def test_start_positions() -> None:
     assert start_position("earliest") == ("FIRST_OFFSET", None)
     assert start_position("LATEST") == ("LAST_OFFSET", None)
