@@ -14,10 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from consumer import ConsumeStatus, MessageExt, PullConsumer, PushConsumer
-from consumer.testing import WAIT_S, LocalCluster, Received
+from consumer import ConsumeStatus, MessageExt, MessageQueue, PullConsumer, PushConsumer
+from consumer.testing import WAIT_S, Assignments, LocalCluster, Received
 from producer import Message, Producer
-from tests.integration.cpp_peer.runner import CppClient
+from tests.integration.cpp_peer.runner import CppClient, PeerProcess, ReceivedMessage
 
 pytestmark = pytest.mark.integration
 
@@ -129,3 +129,51 @@ async def test_the_pull_consumer_reads_what_the_cpp_producer_sent_oneway(
                 got += await consumer.poll(timeout=WAIT_S)
     assert sorted(m.body for m in got) == sorted(f"oneway-{i}".encode() for i in range(10))
     assert {m.tags for m in got} == {"O"}
+
+
+def _collect(peer: PeerProcess, count: int, timeout: float) -> list[ReceivedMessage]:
+    """The first ``count`` messages a running C++ push consumer acknowledges (read as they are printed)."""
+    got: list[ReceivedMessage] = []
+    for event in peer.events(timeout):
+        if event.get("event") == "message" and event.get("consume_status") == "CONSUME_SUCCESS":
+            got.append(ReceivedMessage.from_event(event))
+            if len(got) >= count:
+                break
+    return got
+
+
+async def test_a_group_of_a_cpp_and_a_python_member_shares_the_queues(
+    cluster: LocalCluster, cpp_client: CppClient
+) -> None:
+    """Both clients compute Java's allocation over the same sorted members and queues, so together they
+    cover every queue exactly once: every message is consumed by one of them, none by both."""
+    seen = Assignments()
+    received = Received()
+    python = PushConsumer("Mixed", cluster.address, rebalance_listener=seen.listener("py"))
+    python.subscribe(TOPIC)
+    python.register_listener(received.handler("py"))
+    everything = frozenset(
+        MessageQueue(topic=TOPIC, broker_name=cluster.broker.config.broker_name, queue_id=i) for i in range(4)
+    )
+    async with python:
+        await seen.wait_until(lambda: seen.of("py", TOPIC) == everything)
+        peer = cpp_client.start_push_consumer(cluster.address, "Mixed", TOPIC, 1000, timeout=PEER_TIMEOUT_S)
+        try:
+            await asyncio.to_thread(peer.wait_for, "ready", PEER_TIMEOUT_S)
+            await seen.wait_until(lambda: len(seen.of("py", TOPIC)) == 2)
+            mine = {q.queue_id for q in seen.of("py", TOPIC)}
+            async with Producer("MixedSenders", cluster.address) as producer:
+                sent = [await producer.send(Message(TOPIC, f"m{i}".encode())) for i in range(40)]
+            theirs = [s for s in sent if s.message_queue.queue_id not in mine]
+            await received.wait_for(len(sent) - len(theirs))
+            cpp_got = await asyncio.to_thread(_collect, peer, len(theirs), PEER_TIMEOUT_S)
+            # (once the C++ member is killed, the Python one takes its queues over and may rightly get
+            # again what the C++ one had not committed yet: the comparison is of what came before)
+            python_got = list(received.deliveries)
+        finally:
+            await asyncio.to_thread(peer.kill)
+    python_ids = [d.msg_id for d in python_got]
+    cpp_ids = [m.msg_id for m in cpp_got]
+    assert sorted(python_ids + cpp_ids) == sorted(s.msg_id for s in sent), "each message once, by one member"
+    assert {m.queue_id for m in cpp_got} == {0, 1, 2, 3} - mine
+    assert {d.queue.queue_id for d in python_got} == mine
