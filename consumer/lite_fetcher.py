@@ -16,7 +16,6 @@ import logging
 from collections.abc import Callable
 
 from consumer import commands
-from consumer._pending_wire import build_subscription
 from consumer.core import ConsumerCore
 from consumer.errors import ConsumerError
 from consumer.fetch import PullStatus
@@ -24,6 +23,7 @@ from consumer.process_queue import ProcessQueue
 from consumer.subscription import tag_filter
 from rocketmq_wire.bodies.heartbeat import SUB_ALL, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.subscription import build_subscription
 from rocketmq_wire.message import MessageExt, sysflag
 from rocketmq_wire.transport import RemotingError
 

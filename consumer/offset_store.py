@@ -19,9 +19,9 @@ from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 from typing import Protocol
 
-from consumer._pending_wire import OffsetSerializeWrapper
 from consumer.broker_api import BrokerApi
 from consumer.errors import ConsumerError, OffsetNotFoundError
+from rocketmq_wire.bodies import OffsetSerializeWrapper
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.transport import RemotingError

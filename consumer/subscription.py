@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from consumer._pending_wire import build_subscription, is_tag_type
 from rocketmq_wire.bodies.heartbeat import EXPRESSION_TAG, SUB_ALL, SubscriptionData
+from rocketmq_wire.bodies.subscription import build_subscription, is_tag_type
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message import const as props
 from rocketmq_wire.topics import is_retry_topic, retry_topic
@@ -25,8 +25,13 @@ class SubscriptionTable:
     def subscribe(
         self, topic: str, expression: str | None = SUB_ALL, expression_type: str | None = EXPRESSION_TAG
     ) -> SubscriptionData:
-        """Add or replace the subscription of ``topic``; ``ValueError`` for an expression without tags."""
+        """Add or replace the subscription of ``topic``; ``ValueError`` for an expression without tags.
+
+        Java would accept ``"|| ||"`` and then receive nothing; a user who typed it meant something else.
+        """
         data = build_subscription(topic, expression, expression_type)
+        if is_tag_type(data.expression_type) and data.sub_string != SUB_ALL and not data.tags_set:
+            raise ValueError(f"the expression {expression!r} names no tag")
         self._table[topic] = data
         return data
 

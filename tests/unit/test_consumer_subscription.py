@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from consumer._pending_wire import build_subscription
 from consumer.errors import BrokerError
 from consumer.fetch import PullStatus, decode_found, parse_pull_response
 from consumer.subscription import SubscriptionTable, accepted, restore_retry_topic, tag_filter
+from rocketmq_wire.bodies.subscription import build_subscription
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.pull import PullMessageResponseHeader
@@ -25,10 +25,12 @@ def test_tag_expression_becomes_tags_and_java_hash_codes() -> None:
 
 
 def test_star_and_blank_subscribe_to_everything() -> None:
-    for expression in ("*", " * ", "", None):
+    for expression in ("*", "", None):
         data = build_subscription("T", expression)
         assert (data.sub_string, data.tags_set, data.code_set) == ("*", [], [])
     assert tag_filter(build_subscription("T", "*")) is None
+    # Like Java's FilterAPI, only an exact "*" means everything: " * " names the tag "*".
+    assert build_subscription("T", " * ").tags_set == ["*"]
 
 
 def test_negative_hash_codes_are_written_as_java_ints() -> None:
@@ -39,9 +41,11 @@ def test_negative_hash_codes_are_written_as_java_ints() -> None:
 
 def test_an_expression_without_tags_is_refused() -> None:
     with pytest.raises(ValueError, match="names no tag"):
-        build_subscription("T", "|| ||")
+        SubscriptionTable().subscribe("T", "|| ||")
+    with pytest.raises(ValueError, match="no tags"):
+        build_subscription("T", "||")
     with pytest.raises(ValueError, match="needs an expression"):
-        build_subscription("T", " ", "SQL92")
+        build_subscription("T", "", "SQL92")
     sql = build_subscription("T", "a > 5", "SQL92")
     assert (sql.sub_string, sql.expression_type, sql.tags_set) == ("a > 5", "SQL92", [])
     assert tag_filter(sql) is None, "SQL92 is the broker's to evaluate"
