@@ -1,14 +1,13 @@
 """The admin client for code that is not async: :class:`~admin.Admin` on its own loop in a thread.
 
 Same construction arguments, same methods, same results and errors; each call blocks until the answer is
-in. The loop thread is the producer's (:class:`producer.blocking.LoopThread`), so a blocking admin works
-whether or not the caller runs a loop of its own.
+in. It runs on a loop thread of its own (``rocketmq_wire.transport.loop_thread``), so it works whether or
+not the caller runs a loop of its own.
 """
 
 from __future__ import annotations
 
 import ssl as ssl_module
-import threading
 from collections.abc import Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -26,11 +25,11 @@ from admin.models import (
     TopicStatus,
 )
 from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
-from producer.blocking import LoopThread
 from rocketmq_wire.bodies import ClusterInfo, TopicRouteData
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
+from rocketmq_wire.transport.loop_thread import BlockingRunner
 
 T = TypeVar("T")
 
@@ -56,8 +55,7 @@ class BlockingAdmin:
             timeout_ms=timeout_ms,
             ssl=ssl,
         )
-        self._thread: LoopThread | None = None
-        self._lock = threading.Lock()
+        self._runner = BlockingRunner("rocketmq-admin", lambda why: AdminError(f"the admin client: {why}"))
 
     @property
     def admin(self) -> Admin:
@@ -74,33 +72,14 @@ class BlockingAdmin:
         self.close()
 
     def start(self) -> None:
-        with self._lock:
-            if self._thread is not None:
-                raise AdminError("the admin client was already started")
-            self._thread = LoopThread("rocketmq-admin")
-        try:
-            self._thread.run(self._admin.start())
-        except BaseException:
-            self._thread.stop()
-            raise
+        self._runner.start(self._admin.start)
 
     def close(self) -> None:
         """Close the connections and stop the thread; idempotent."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        try:
-            thread.run(self._admin.close())
-        finally:
-            thread.stop()
+        self._runner.stop(self._admin.close)
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        thread = self._thread
-        if thread is None:
-            coro.close()
-            raise AdminError("the admin client is not started (use `with BlockingAdmin(...)` or start())")
-        return thread.run(coro)
+        return self._runner.run(coro)
 
     # -- NameServer ------------------------------------------------------------------------------------
 

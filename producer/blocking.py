@@ -8,11 +8,8 @@ The local-transaction callback runs in the calling thread, as Java runs it.
 
 from __future__ import annotations
 
-import asyncio
-import concurrent.futures
 import inspect
 import logging
-import threading
 from collections.abc import Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
@@ -29,46 +26,11 @@ from producer.result import (
 from producer.selectors import QueueSelector
 from producer.transaction import LocalTransactionExecutor, TransactionProducer, as_state, transaction_result
 from rocketmq_wire.message import Message
+from rocketmq_wire.transport.loop_thread import BlockingRunner
 
 logger = logging.getLogger("producer.blocking")
 
 T = TypeVar("T")
-
-
-class LoopThread:
-    """An event loop running in a daemon thread, and a way to run coroutines on it and wait."""
-
-    def __init__(self, name: str) -> None:
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
-        self._thread.start()
-
-    def _run(self) -> None:
-        asyncio.set_event_loop(self._loop)
-        self._loop.run_forever()
-
-    @property
-    def loop(self) -> asyncio.AbstractEventLoop:
-        return self._loop
-
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
-        """Run ``coro`` on the loop and wait for its result in this thread."""
-        if threading.current_thread() is self._thread:
-            coro.close()
-            raise ProducerError("a blocking producer was called from its own loop (e.g. from a callback)")
-        future = asyncio.run_coroutine_threadsafe(coro, self._loop)
-        try:
-            return future.result(timeout)
-        except concurrent.futures.TimeoutError:
-            future.cancel()
-            raise
-
-    def stop(self) -> None:
-        if self._loop.is_closed():
-            return
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._loop.close()
 
 
 class BlockingProducer:
@@ -78,8 +40,9 @@ class BlockingProducer:
 
     def __init__(self, group: str, namesrv: str | Sequence[str], **kwargs: Any) -> None:
         self._producer = self._create(group, namesrv, kwargs)
-        self._thread: LoopThread | None = None
-        self._lock = threading.Lock()
+        self._runner = BlockingRunner(
+            f"rocketmq-producer-{group}", lambda why: ProducerStateError(f"the producer: {why}")
+        )
 
     def _create(self, group: str, namesrv: str | Sequence[str], kwargs: dict[str, Any]) -> Producer:
         return Producer(group, namesrv, **kwargs)
@@ -103,33 +66,14 @@ class BlockingProducer:
         self.shutdown()
 
     def start(self) -> None:
-        with self._lock:
-            if self._thread is not None:
-                raise ProducerStateError("the producer was already started")
-            self._thread = LoopThread(f"rocketmq-producer-{self._producer.group}")
-        try:
-            self._thread.run(self._producer.start())
-        except BaseException:
-            self._thread.stop()
-            raise
+        self._runner.start(self._producer.start)
 
     def shutdown(self) -> None:
         """Shut the producer down and stop its thread; idempotent."""
-        with self._lock:
-            thread, self._thread = self._thread, None
-        if thread is None:
-            return
-        try:
-            thread.run(self._producer.shutdown())
-        finally:
-            thread.stop()
+        self._runner.stop(self._producer.shutdown)
 
     def _run(self, coro: Coroutine[Any, Any, T]) -> T:
-        thread = self._thread
-        if thread is None:
-            coro.close()
-            raise ProducerStateError("the producer is not running; call start() first")
-        return thread.run(coro)
+        return self._runner.run(coro)
 
     def send(
         self,
