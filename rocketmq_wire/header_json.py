@@ -23,8 +23,8 @@ from rocketmq_wire.javahash import ExtFields, infer_capacity
 _key_literal = functools.lru_cache(maxsize=4096)(dump_str)
 
 #: The stdlib's C encoder escapes exactly like fastjson except for what these find in its output: controls it
-#: writes with lower-case hex digits, and (non-ASCII, so only looked for then) characters fastjson escapes
-#: but it leaves raw.
+#: writes with lower-case hex digits, and characters fastjson escapes but it leaves raw (DEL, the only ASCII
+#: one, is looked for on its own: the rest are found only in non-ASCII text).
 _STDLIB_LOWER_HEX = re.compile(r"\\u00(?:0[bef]|1[a-f])")
 _STDLIB_RAW = re.compile("[\x7f-\x9f\u2028\u2029]")
 _stdlib_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), check_circular=False).encode
@@ -52,7 +52,7 @@ def encode_json_header(
     obj["serializeTypeCurrentRPC"] = "JSON"
     obj["version"] = int(version)
     text = _stdlib_dumps(obj)
-    if _STDLIB_LOWER_HEX.search(text) or (not text.isascii() and _STDLIB_RAW.search(text)):
+    if _STDLIB_LOWER_HEX.search(text) or "\x7f" in text or (not text.isascii() and _STDLIB_RAW.search(text)):
         text = _fastjson_text(obj, ext)
     try:
         return text.encode("utf-8")
