@@ -1,13 +1,19 @@
-"""Producer throughput: sync, pipelined (N sends in flight) and batch messages per second, 100 B and 1 KiB.
+"""Producer throughput: sync, pipelined (N sends in flight) and batch messages per second, 100 B and 1 KiB,
+of the project's producer and of Apache's C++ producer (PyPI ``rocketmq`` 0.4.4), in the same run.
 
-Run against a cluster::
+    .venv/bin/python benchmarks/producer.py [--messages 3000] [--repeat 3] [--namesrv host:port | --loopback]
 
-    .venv/bin/python benchmarks/producer.py --namesrv 127.0.0.1:9876 [--topic T] [--seconds 5]
+Without ``--namesrv`` the project's NameServer and Broker are started as child processes (``rmq namesrv`` /
+``rmq broker`` on free loopback ports, a temporary store), so neither producer shares a GIL with the broker;
+both are stopped by pid at the end. ``--namesrv`` measures any running cluster (Apache's included): the
+topic must exist there, or the broker must create it on first send. ``--loopback`` starts, in this process,
+a stand-in NameServer and broker that answer every send at once without storing anything; its figures
+measure the producer and the transport (client and stand-in share one event loop), not a broker.
 
-The project's own Broker is not runnable yet, so there is no embedded cluster: ``--namesrv`` is required,
-unless ``--loopback`` is given. ``--loopback`` starts, in this process, a stand-in NameServer and broker
-that answer every send at once without storing anything; its figures measure the producer and the
-transport (client and stand-in share one core's event loop), not a broker, and say so when printed.
+Each measurement sends ``--messages`` messages after a warm-up send. The C++ producer runs in a subprocess
+through the ``tests/integration/cpp_peer`` runner (``send-sync``, ``send-batch``); it is timed from its first
+SendResult to its last, so its start-up and first route lookup are left out too (see ``_cpp.py``). The
+project's pipelined row has no C++ counterpart: the peer's sends are one native call at a time.
 """
 
 from __future__ import annotations
@@ -15,12 +21,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import statistics
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
 
 # This script is named like the package it measures: run as a script, its own folder comes first on the
 # import path and would shadow the package. Drop that entry before importing it.
@@ -33,6 +42,9 @@ from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from rocketmq_wire.transport import Connection, RemotingServer
+
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the packages: for _cpp only
+import _cpp
 
 
 @contextlib.asynccontextmanager
@@ -83,21 +95,20 @@ async def loopback_cluster(topic: str, queues: int = 8) -> AsyncIterator[str]:
 
 
 async def measure(
-    seconds: float, step: Callable[[], Awaitable[int]], workers: int = 1
+    count: int, step: Callable[[], Awaitable[int]], workers: int = 1
 ) -> tuple[float, list[float]]:
-    """Messages per second of ``step`` (returning how many messages it sent) run by ``workers`` tasks for
-    ``seconds``, and each step's latency in ms."""
+    """Messages per second of ``step`` (returning how many messages it sent) run by ``workers`` tasks until
+    ``count`` messages are sent, and each step's latency in ms."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
     latencies: list[float] = []
     sent = 0
 
     async def worker() -> None:
         nonlocal sent
-        while loop.time() < deadline:
+        while sent < count:
             began = loop.time()
-            count = await step()  # not "sent += await ...": that reads sent before the await
-            sent += count
+            done = await step()  # not "sent += await ...": that reads sent before the await
+            sent += done
             latencies.append((loop.time() - began) * 1000)
 
     started = loop.time()
@@ -105,68 +116,163 @@ async def measure(
     return sent / (loop.time() - started), latencies
 
 
-def describe(rate: float, size: int, latencies: list[float]) -> str:
-    ordered = sorted(latencies)
-    p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
-    return (
-        f"{rate:>10,.0f} msg/s {rate * size / 1e6:>7.2f} MB/s   "
-        f"per call p50 {statistics.median(ordered):6.2f} ms  p99 {p99:6.2f} ms"
-    )
+@dataclasses.dataclass
+class Row:
+    size: int
+    client: str
+    mode: str
+    rates: list[float] = dataclasses.field(default_factory=list)
+    latencies: list[float] = dataclasses.field(default_factory=list)
+    failure: str | None = None
+
+    @property
+    def best(self) -> float:
+        return max(self.rates)
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.rates)
+
+    def line(self) -> str:
+        head = f"{self.size:>5} B  {self.client:<8}{self.mode:<26}"
+        if self.failure is not None or not self.rates:
+            return f"{head}not measured ({self.failure})"
+        text = (
+            f"{head}best {self.best:>8,.0f}  median {self.median:>8,.0f} msg/s  "
+            f"{self.best * self.size / 1e6:>6.2f} MB/s"
+        )
+        if self.latencies:
+            ordered = sorted(self.latencies)
+            p99 = ordered[min(len(ordered) - 1, int(len(ordered) * 0.99))]
+            text += f"   per call p50 {statistics.median(ordered):6.2f} ms  p99 {p99:6.2f} ms"
+        return text
+
+
+async def run_project(producer: Producer, args: argparse.Namespace, size: int) -> list[Row]:
+    topic: str = args.topic
+    batch_size: int = args.batch
+    body = b"x" * size
+
+    async def one() -> int:
+        await producer.send(Message(topic, body))
+        return 1
+
+    async def batch() -> int:
+        await producer.send_batch([Message(topic, body) for _ in range(batch_size)])
+        return batch_size
+
+    rows = [
+        (Row(size, "project", "sync"), one, 1),
+        (Row(size, "project", f"pipelined ({args.in_flight} in flight)"), one, args.in_flight),
+        (Row(size, "project", f"batch of {batch_size}"), batch, 1),
+    ]
+    for row, step, workers in rows:
+        for _ in range(args.repeat):
+            rate, latencies = await measure(args.messages, step, workers)
+            row.rates.append(rate)
+            row.latencies += latencies
+        print(row.line(), flush=True)
+    return [row for row, _, _ in rows]
+
+
+async def run_cpp(namesrv: str, args: argparse.Namespace, size: int) -> list[Row]:
+    rows = [Row(size, "C++", "sync"), Row(size, "C++", f"batch of {args.batch}")]
+    for row, batch in zip(rows, (0, args.batch), strict=True):
+        try:
+            for _ in range(args.repeat):
+                measured = await asyncio.to_thread(
+                    _cpp.send_rate, namesrv, args.topic, args.messages, size, batch
+                )
+                row.rates.append(measured.rate)
+        except RuntimeError as exc:
+            row.failure = str(exc).splitlines()[0]
+        print(row.line(), flush=True)
+    return rows
+
+
+def summary(rows: list[Row], repeat: int) -> None:
+    print()
+    print(f"msgs/s, best and median of {repeat}; ratio = project / C++ (same mode, same size)")
+    print(f"{'size':>6}  {'mode':<26}{'project':>18}{'C++':>18}{'ratio':>14}")
+    by_key = {(r.size, r.client, r.mode): r for r in rows}
+    for row in rows:
+        if row.client != "project":
+            continue
+        cpp = by_key.get((row.size, "C++", row.mode))
+        project = f"{row.best:>8,.0f}/{row.median:<8,.0f}"
+        if cpp is None or not cpp.rates:
+            other, ratio = "-", "-"
+        else:
+            other = f"{cpp.best:>8,.0f}/{cpp.median:<8,.0f}"
+            ratio = f"{row.best / cpp.best:.2f}/{row.median / cpp.median:.2f}"
+        print(f"{row.size:>5}B  {row.mode:<26}{project:>18}{other:>18}{ratio:>14}")
 
 
 async def run(namesrv: str, args: argparse.Namespace) -> None:
+    rows: list[Row] = []
     config = ProducerConfig(send_timeout_ms=10_000)
     async with Producer(args.group, namesrv, config=config) as producer:
         await producer.send(Message(args.topic, b"warm-up"))
-        topic: str = args.topic
-        batch_size: int = args.batch
         for size in args.sizes:
-
-            async def one(body: bytes = b"x" * size) -> int:
-                await producer.send(Message(topic, body))
-                return 1
-
-            async def batch(body: bytes = b"x" * size) -> int:
-                await producer.send_batch([Message(topic, body) for _ in range(batch_size)])
-                return batch_size
-
-            rate, lat = await measure(args.seconds, one)
-            print(f"{size:>5} B  sync                {describe(rate, size, lat)}")
-            rate, lat = await measure(args.seconds, one, args.in_flight)
-            print(f"{size:>5} B  pipelined ({args.in_flight:>3} in flight) {describe(rate, size, lat)}")
-            rate, lat = await measure(args.seconds, batch)
-            print(f"{size:>5} B  batch of {args.batch:<3}        {describe(rate, size, lat)}")
+            rows += await run_project(producer, args, size)
+    if args.skip_cpp:
+        summary(rows, args.repeat)
+        return
+    reason = await asyncio.to_thread(_cpp.unavailable)
+    if reason is not None:
+        print(f"C++ client not measured: {reason}")
+    else:
+        for size in args.sizes:
+            rows += await run_cpp(namesrv, args, size)
+    summary(rows, args.repeat)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("--namesrv", help="NameServer address(es), host:port;host:port")
+    parser.add_argument("--namesrv", help="NameServer address(es) of a running cluster, host:port;host:port")
     parser.add_argument(
         "--loopback", action="store_true", help="in-process stand-in cluster (client cost only)"
     )
     parser.add_argument("--topic", default="ProducerBenchmark")
     parser.add_argument("--group", default="ProducerBenchmarkGroup")
-    parser.add_argument("--seconds", type=float, default=3.0, help="time per measurement")
+    parser.add_argument("--messages", type=int, default=3000, help="messages per measurement")
+    parser.add_argument("--repeat", type=int, default=3, help="measurements per row (best and median)")
     parser.add_argument("--in-flight", type=int, default=64, help="concurrent sends of the pipelined run")
     parser.add_argument("--batch", type=int, default=32, help="messages per batch")
+    parser.add_argument("--queues", type=int, default=8, help="queues of the topic on a spawned cluster")
+    parser.add_argument(
+        "--flush", default="ASYNC", choices=("ASYNC", "SYNC"), help="flush mode of a spawned broker"
+    )
+    parser.add_argument("--skip-cpp", action="store_true", help="only the project's producer")
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1024])
     args = parser.parse_args()
-    if not args.namesrv and not args.loopback:
-        parser.error("--namesrv is required: the project's Broker cannot be embedded yet (or use --loopback)")
     logging.basicConfig(level=logging.WARNING)
+    stamp = time.strftime("%Y-%m-%d %H:%M")
+    print(f"{args.messages} messages per measurement, {args.repeat} measurements per row, {stamp}")
 
     async def go() -> None:
         if args.namesrv:
-            print(f"cluster at {args.namesrv}, topic {args.topic}, {time.strftime('%Y-%m-%d %H:%M')}")
+            print(f"cluster at {args.namesrv}, topic {args.topic}")
             await run(args.namesrv, args)
             return
-        print("LOOPBACK stand-in broker: producer + transport cost only, nothing is stored")
-        async with loopback_cluster(args.topic) as namesrv:
-            await run(namesrv, args)
+        if args.loopback:
+            print("LOOPBACK stand-in broker: producer + transport cost only, nothing is stored")
+            async with loopback_cluster(args.topic, args.queues) as namesrv:
+                await run(namesrv, args)
+            return
+        with tempfile.TemporaryDirectory(prefix="producer-bench-") as store:
+            async with _cpp.cluster_processes(Path(store) / "store", args.flush) as (namesrv, broker):
+                print(
+                    f"project NameServer {namesrv} and Broker {broker} ({args.flush}_FLUSH) in their own "
+                    f"processes, topic {args.topic} with {args.queues} queues"
+                )
+                await _cpp.create_topic(namesrv, broker, args.topic, args.queues)
+                await run(namesrv, args)
 
-    asyncio.run(go())
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(go())
     sys.stdout.flush()
 
 
