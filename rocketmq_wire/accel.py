@@ -1,0 +1,153 @@
+"""The one switch between the optional C accelerator and the pure-Python codec.
+
+``rocketmq_wire._speedups`` (``_speedups.c``) is compiled at install time when a C compiler is at hand;
+``setup.py`` declares it optional, so without one the package installs all the same. The pure-Python code in
+the codec modules stays the reference: the C functions reproduce it for the inputs that matter for speed and
+return ``None`` ("declined") for anything else, and the caller then runs the reference, so the two paths
+cannot disagree on unusual input. ``RMQ_NO_SPEEDUPS=1`` in the environment forces pure Python.
+
+The modules that use the accelerator (:data:`WIRED_MODULES`) hold it in a module global ``_c`` and test it on
+each call, rather than binding functions once, so that :func:`pure_python` can switch a running process to
+the reference path: the benchmark and the tests compare both paths in one run.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import importlib
+import logging
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from typing import TYPE_CHECKING, Protocol, TypeVar, cast
+
+if TYPE_CHECKING:
+    from rocketmq_wire.header_fields import HeaderFields
+
+_log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+
+class Speedups(Protocol):
+    """The functions of ``_speedups.c``. ``None`` from one means "not handled here, run the reference"."""
+
+    WireError: type[ValueError]
+
+    def java_string_hash(self, value: str, /) -> int: ...
+
+    def items_java_order(
+        self, ext: Mapping[str, str], capacity: int | None, /
+    ) -> list[tuple[str, str]] | None: ...
+
+    def infer_capacity(self, keys: Iterable[str], known: tuple[int | None, ...], /) -> object:
+        """The capacity (``int | None``), or ``NotImplemented`` to decline."""
+        ...
+
+    def decode_entries(self, data: bytes, start: int, end: int, /) -> list[tuple[str, str]] | None: ...
+
+    def encode_entries(self, entries: list[tuple[str, str]], /) -> bytes | None: ...
+
+    def encode_binary_header(
+        self,
+        code: int,
+        language: int,
+        version: int,
+        opaque: int,
+        flag: int,
+        remark: str | None,
+        entries: list[tuple[str, str]],
+        /,
+    ) -> bytes | None: ...
+
+    def render(
+        self, header: object, plan: tuple[tuple[str, str, type], ...], /
+    ) -> list[tuple[str, str]] | None: ...
+
+    def from_ext(
+        self,
+        cls: type[T],
+        fields: tuple[tuple[str, str, type, bool], ...],
+        ext: Mapping[str, str],
+        parse_value: Callable[[type, str, str], object],
+        /,
+    ) -> T | None: ...
+
+    def encode_json_header(
+        self,
+        code: int,
+        language: str,
+        version: int,
+        opaque: int,
+        flag: int,
+        remark: str | None,
+        ext: Mapping[str, str] | None,
+        java_order: bool,
+        capacity: int | None,
+        /,
+    ) -> bytes | None: ...
+
+    def encode_header(
+        self,
+        serialize: int,
+        code: int,
+        language: int,
+        version: int,
+        opaque: int,
+        flag: int,
+        remark: str | None,
+        header: object,
+        plan: tuple[tuple[str, str, type], ...] | None,
+        fast: bool,
+        ext: Mapping[str, str] | None,
+        /,
+    ) -> bytes | None: ...
+
+    def decode_binary_fields(self, data: bytes, context: tuple[object, ...], /) -> HeaderFields | None: ...
+
+    def decode_json_fields(self, data: bytes, context: tuple[object, ...], /) -> HeaderFields | None: ...
+
+    def encode_command(self, command: object, /) -> bytes | None: ...
+
+    def decode_command(self, cls: type[T], frame: bytes, context: tuple[object, ...], /) -> T | None: ...
+
+
+def _load() -> Speedups | None:
+    if os.environ.get("RMQ_NO_SPEEDUPS", "") not in ("", "0"):
+        _log.debug("rocketmq_wire codec: pure Python (RMQ_NO_SPEEDUPS is set)")
+        return None
+    try:
+        module = importlib.import_module("rocketmq_wire._speedups")
+    except ImportError as exc:
+        _log.debug("rocketmq_wire codec: pure Python (C accelerator not built: %s)", exc)
+        return None
+    _log.debug("rocketmq_wire codec: C accelerator %s", module.__file__)
+    return cast(Speedups, module)
+
+
+#: The C module, or ``None`` when the codec runs pure Python.
+speedups: Speedups | None = _load()
+#: Whether the codec runs the C accelerator.
+ACCELERATED: bool = speedups is not None
+
+#: Modules that read the accelerator from their global ``_c``.
+WIRED_MODULES = (
+    "rocketmq_wire.javahash",
+    "rocketmq_wire.headers.base",
+    "rocketmq_wire.header_binary",
+    "rocketmq_wire.header_json",
+    "rocketmq_wire.command",
+)
+
+
+@contextlib.contextmanager
+def pure_python() -> Iterator[None]:
+    """Run the codec on its pure-Python reference inside the block (not thread-safe: it is process-wide)."""
+    modules = [importlib.import_module(name) for name in WIRED_MODULES]
+    saved = [getattr(module, "_c") for module in modules]  # noqa: B009 -- a module global, read by name
+    for module in modules:
+        setattr(module, "_c", None)  # noqa: B010
+    try:
+        yield
+    finally:
+        for module, value in zip(modules, saved, strict=True):
+            setattr(module, "_c", value)  # noqa: B010
