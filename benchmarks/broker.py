@@ -1,14 +1,22 @@
-"""Broker ingest: SEND_MESSAGE_V2 messages per second the project's Broker stores, one by one and pipelined.
+"""Broker ingest: SEND_MESSAGE_V2 messages per second the project's Broker stores, one by one and pipelined,
+from the project's RemotingClient and, sync one at a time, from Apache's C++ producer (PyPI ``rocketmq``
+0.4.4), in the same run.
 
-By default the broker runs as its own process (``rmq broker`` on a temporary store, any free port), so the
-client and the broker do not share an event loop; ``--address`` measures a broker that is already running
-(this project's or Apache's), ``--in-process`` runs both in this process for profiling.
+By default the broker runs as its own process (``rmq broker`` on a temporary store, any free port),
+registered with a NameServer in another (``rmq namesrv``, which only the C++ client needs), so no client
+shares an event loop or a GIL with the broker; ``--address`` measures a broker that is already running
+(this project's or Apache's; add ``--namesrv`` to measure the C++ client too), ``--in-process`` runs the
+broker in this process for profiling.
 
     .venv/bin/python benchmarks/broker.py [--seconds 5] [--sizes 100,1024] [--in-flight 1,16,64,256]
-                                           [--flush ASYNC|SYNC] [--address host:port]
+                                           [--repeat 3] [--cpp-messages 3000] [--flush ASYNC|SYNC]
+                                           [--address host:port [--namesrv host:port]] [--skip-cpp]
 
-Each message goes to the next of the topic's 8 queues with a fresh unique id, built the way a Java producer
-builds it; every answer is checked for SUCCESS.
+Each message of the project's client goes to the next of the topic's 8 queues with a fresh unique id, built
+the way a Java producer builds it; every answer is checked for SUCCESS. The C++ producer sends
+``--cpp-messages`` messages through the ``tests/integration/cpp_peer`` runner (``send-sync``), timed from
+its first SendResult to its last (see ``_cpp.py``). Every row is measured ``--repeat`` times: best and
+median.
 """
 
 from __future__ import annotations
@@ -18,8 +26,6 @@ import asyncio
 import contextlib
 import logging
 import os
-import re
-import signal
 import statistics
 import sys
 import tempfile
@@ -32,6 +38,7 @@ from pathlib import Path
 if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
     del sys.path[0]
 
+from admin import Admin
 from broker import Broker
 from broker.testing import config_for_tests
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -42,69 +49,22 @@ from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.message.properties import encode_properties
 from rocketmq_wire.transport import Connection, RemotingClient
 
+sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the packages: for _cpp only
+import _cpp
+
 TOPIC = "BrokerBench"
 QUEUES = 8
-_SERVING = re.compile(r"serving on (\S+:\d+)")
-_REPO = Path(__file__).resolve().parents[1]
 
 
 @contextlib.asynccontextmanager
-async def broker_process(store: Path, flush: str) -> AsyncIterator[str]:
-    """``rmq broker`` in a child process; yields its address, stops it by pid."""
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "import typer; from cli.broker_cmd import broker; typer.run(broker)",
-        "--store",
-        str(store),
-        "--port",
-        "0",
-        "--host",
-        "127.0.0.1",
-        "--flush",
-        flush,
-        "--log-level",
-        "INFO",
-        stderr=asyncio.subprocess.PIPE,
-        cwd=_REPO,
-        env={**os.environ, "PYTHONPATH": str(_REPO)},
-    )
-    drain: asyncio.Task[None] | None = None
-    try:
-        stderr = process.stderr
-        assert stderr is not None
-        address = None
-        async with asyncio.timeout(30):
-            while address is None:
-                line = (await stderr.readline()).decode()
-                if not line:
-                    raise RuntimeError("the broker process exited before serving")
-                found = _SERVING.search(line)
-                address = found.group(1) if found else None
-
-        async def discard_log() -> None:  # a full pipe would stall the broker
-            while await stderr.readline():
-                pass
-
-        drain = asyncio.create_task(discard_log())
-        yield address
-    finally:
-        if process.returncode is None:
-            os.kill(process.pid, signal.SIGTERM)
-            with contextlib.suppress(TimeoutError):
-                async with asyncio.timeout(30):
-                    await process.wait()
-            if process.returncode is None:
-                os.kill(process.pid, signal.SIGKILL)
-                await process.wait()
-        if drain is not None:
-            drain.cancel()
-
-
-@contextlib.asynccontextmanager
-async def broker_in_process(store: Path, flush: str) -> AsyncIterator[str]:
+async def broker_in_process(store: Path, flush: str, namesrv: str) -> AsyncIterator[str]:
     broker = Broker(
-        config_for_tests(store, flush_disk_type=f"{flush}_FLUSH", mapped_file_size_commit_log=1 << 30)
+        config_for_tests(
+            store,
+            flush_disk_type=f"{flush}_FLUSH",
+            mapped_file_size_commit_log=1 << 30,
+            namesrv_addr=namesrv,
+        )
     )
     await broker.start()
     try:
@@ -173,7 +133,16 @@ async def run_pipelined(sender: Sender, seconds: float, in_flight: int) -> tuple
     return done, time.perf_counter() - start
 
 
-async def measure(address: str, seconds: float, sizes: list[int], windows: list[int]) -> None:
+def rates_text(rates: list[float]) -> str:
+    return f"{max(rates):>12,.0f}{statistics.median(rates):>12,.0f}"
+
+
+async def measure(address: str, args: argparse.Namespace, namesrv: str | None) -> None:
+    seconds: float = args.seconds
+    repeat: int = args.repeat
+    sizes = [int(s) for s in args.sizes.split(",")]
+    windows = [int(w) for w in args.in_flight.split(",")]
+    sync_rates: dict[int, list[float]] = {}
     async with RemotingClient() as client:
         create = CreateTopicRequestHeader(
             topic=TOPIC,
@@ -189,25 +158,74 @@ async def measure(address: str, seconds: float, sizes: list[int], windows: list[
             address, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, create), 5000
         )
         conn = await client.connection(address)
-        print(f"{'mode':<12}{'size':>7}{'in flight':>11}{'msgs/s':>12}{'MB/s':>9}{'p50 ms':>9}{'p99 ms':>9}")
+        print(f"project RemotingClient, {repeat} measurements of {seconds:g} s per row")
+        print(
+            f"{'mode':<12}{'size':>7}{'in flight':>11}{'best msg/s':>12}{'median':>12}{'MB/s':>9}"
+            f"{'p50 ms':>9}{'p99 ms':>9}"
+        )
         for size in sizes:
             sender = Sender(conn, size)
             await run_sync(sender, min(0.5, seconds))  # warm-up
             for window in windows:
+                rates: list[float] = []
+                latencies: list[float] = []
+                for _ in range(repeat):
+                    if window == 1:
+                        count, elapsed, run_latencies = await run_sync(sender, seconds)
+                        latencies += run_latencies
+                    else:
+                        count, elapsed = await run_pipelined(sender, seconds, window)
+                    rates.append(count / elapsed)
                 if window == 1:
-                    count, elapsed, latencies = await run_sync(sender, seconds)
                     quantiles = statistics.quantiles(latencies, n=100)
                     p50, p99 = quantiles[49] * 1000, quantiles[98] * 1000
                     mode = "sync"
+                    sync_rates[size] = rates
                 else:
-                    count, elapsed = await run_pipelined(sender, seconds, window)
                     p50 = p99 = float("nan")
                     mode = "pipelined"
-                rate = count / elapsed
                 print(
-                    f"{mode:<12}{size:>7}{window:>11}{rate:>12,.0f}{rate * size / 1e6:>9.2f}"
-                    f"{p50:>9.3f}{p99:>9.3f}"
+                    f"{mode:<12}{size:>7}{window:>11}{rates_text(rates)}{max(rates) * size / 1e6:>9.2f}"
+                    f"{p50:>9.3f}{p99:>9.3f}",
+                    flush=True,
                 )
+    if args.skip_cpp:
+        return
+    if namesrv is None:
+        print("C++ client not measured: it needs a NameServer (--namesrv) that routes the broker")
+        return
+    reason = await asyncio.to_thread(_cpp.unavailable)
+    if reason is not None:
+        print(f"C++ client not measured: {reason}")
+        return
+    async with Admin(namesrv) as admin:
+        await _cpp.wait_for_route(admin, TOPIC)
+    print()
+    print(
+        f"sync, one at a time: project RemotingClient ({seconds:g} s per run) vs C++ producer "
+        f"({args.cpp_messages} messages per run); msg/s best and median of {repeat}"
+    )
+    print(
+        f"{'size':>6}{'project best':>14}{'median':>10}{'C++ best':>12}{'median':>10}"
+        f"{'ratio best':>12}{'median':>8}"
+    )
+    for size in sizes:
+        cpp_rates = []
+        for _ in range(repeat):
+            run = await asyncio.to_thread(_cpp.send_rate, namesrv, TOPIC, args.cpp_messages, size)
+            cpp_rates.append(run.rate)
+        project = sync_rates.get(size)
+        line = f"{size:>6}"
+        if project:
+            line += f"{max(project):>14,.0f}{statistics.median(project):>10,.0f}"
+        else:
+            line += f"{'-':>14}{'-':>10}"
+        line += f"{max(cpp_rates):>12,.0f}{statistics.median(cpp_rates):>10,.0f}"
+        if project:
+            ratio_best = max(project) / max(cpp_rates)
+            ratio_median = statistics.median(project) / statistics.median(cpp_rates)
+            line += f"{ratio_best:>12.2f}{ratio_median:>8.2f}"
+        print(line, flush=True)
 
 
 async def main() -> None:
@@ -217,30 +235,38 @@ async def main() -> None:
     parser.add_argument(
         "--in-flight", default="1,16,64,256", help="requests in flight (1 = sync), comma-separated"
     )
+    parser.add_argument("--repeat", type=int, default=3, help="measurements per row (best and median)")
+    parser.add_argument("--cpp-messages", type=int, default=3000, help="messages per C++ measurement")
+    parser.add_argument("--skip-cpp", action="store_true", help="only the project's client")
     parser.add_argument(
         "--flush", default="ASYNC", choices=("ASYNC", "SYNC"), help="flush mode of a spawned broker"
     )
     parser.add_argument("--address", help="measure the broker at host:port instead of starting one")
+    parser.add_argument("--namesrv", help="with --address: the NameServer the C++ client asks for routes")
     parser.add_argument("--in-process", action="store_true", help="run the broker in this process and loop")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    sizes = [int(s) for s in args.sizes.split(",")]
-    windows = [int(w) for w in args.in_flight.split(",")]
     if args.address:
         print(f"broker at {args.address} (already running)")
-        await measure(args.address, args.seconds, sizes, windows)
+        await measure(args.address, args, args.namesrv)
         return
     with tempfile.TemporaryDirectory(prefix="broker-bench-") as store:
-        starter = broker_in_process if args.in_process else broker_process
-        where = (
-            "in this process (client and broker share one event loop)" if args.in_process else "own process"
-        )
-        async with starter(Path(store) / "store", args.flush) as address:
-            print(
-                f"project Broker, {args.flush}_FLUSH, {where}, at {address}; Python {sys.version.split()[0]}"
-            )
-            await measure(address, args.seconds, sizes, windows)
+        async with _cpp.namesrv_process() as namesrv:
+            starter: contextlib.AbstractAsyncContextManager[str]
+            if args.in_process:
+                starter = broker_in_process(Path(store) / "store", args.flush, namesrv)
+                where = "in this process (client and broker share one event loop)"
+            else:
+                starter = _cpp.broker_process(Path(store) / "store", args.flush, namesrv)
+                where = "own process"
+            async with starter as address:
+                print(
+                    f"project Broker, {args.flush}_FLUSH, {where}, at {address}, NameServer {namesrv}; "
+                    f"Python {sys.version.split()[0]}"
+                )
+                await measure(address, args, namesrv)
 
 
 if __name__ == "__main__":
-    asyncio.run(main())
+    with contextlib.suppress(KeyboardInterrupt):
+        asyncio.run(main())
