@@ -123,6 +123,12 @@ def unavailable() -> str | None:
     return runner.binding_unavailable_reason()
 
 
+def stop_peers() -> list[int]:
+    """Kills (by pid, as their process groups) the C++ peers still running, e.g. after Ctrl-C; returns any
+    pid still alive."""
+    return runner.kill_all()
+
+
 @dataclasses.dataclass(frozen=True)
 class CppRun:
     messages: int  # timed messages (the first result's are left out)

@@ -138,6 +138,13 @@ def rates_text(rates: list[float]) -> str:
 
 
 async def measure(address: str, args: argparse.Namespace, namesrv: str | None) -> None:
+    try:
+        await measure_clients(address, args, namesrv)
+    finally:
+        _cpp.stop_peers()  # a C++ peer still sending when this run was cancelled
+
+
+async def measure_clients(address: str, args: argparse.Namespace, namesrv: str | None) -> None:
     seconds: float = args.seconds
     repeat: int = args.repeat
     sizes = [int(s) for s in args.sizes.split(",")]

@@ -253,6 +253,12 @@ def main() -> None:
     print(f"{args.messages} messages per measurement, {args.repeat} measurements per row, {stamp}")
 
     async def go() -> None:
+        try:
+            await measure_cluster()
+        finally:
+            _cpp.stop_peers()  # a C++ peer still sending when this run was cancelled
+
+    async def measure_cluster() -> None:
         if args.namesrv:
             print(f"cluster at {args.namesrv}, topic {args.topic}")
             await run(args.namesrv, args)
