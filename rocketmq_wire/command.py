@@ -8,10 +8,14 @@ so a command built in Python, or rebuilt from decoded values, gives the bytes a 
 
 from __future__ import annotations
 
+import functools
 import struct
 from collections.abc import Iterator, Mapping
 from typing import TypeVar
 
+from rocketmq_wire import header_binary, header_json
+from rocketmq_wire.accel import Speedups
+from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.codes import LanguageCode, RequestCode, ResponseCode, SerializeType
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.header_binary import decode_binary_header, encode_binary_header
@@ -30,6 +34,17 @@ _PREFIX = struct.Struct(FRAME_PREFIX_FORMAT)
 _MAX_HEADER_LENGTH = 0xFFFFFF
 
 H = TypeVar("H", bound=CommandHeader)
+
+
+@functools.cache
+def _decode_context() -> tuple[object, ...]:
+    """What the C decoder needs for either serialization (the order is the C side's CX_* enum)."""
+    return (
+        header_json._DECODE_CONTEXT,
+        header_binary._decode_context(),
+        SerializeType.JSON,
+        SerializeType.ROCKETMQ,
+    )
 
 
 class RemotingCommand:
@@ -181,6 +196,10 @@ class RemotingCommand:
             yield from ext.items_java_order()
 
     def encode_header(self) -> bytes:
+        if _c is not None:
+            encoded = self._encode_header_c(_c)
+            if encoded is not None:
+                return encoded
         if self.serialize_type == SerializeType.ROCKETMQ:
             return encode_binary_header(
                 self.code,
@@ -204,8 +223,43 @@ class RemotingCommand:
             None if ext is None else ext.items_java_order(),
         )
 
+    def _encode_header_c(self, c: Speedups) -> bytes | None:
+        """``encode_header`` in one C call; ``None`` when C declines (then the code above runs)."""
+        header = self.custom_header
+        plan = None
+        fast = False
+        if header is not None:
+            plans = header._plans_for_c()
+            if plans is None:
+                return None
+            fast = self._uses_fast_path()
+            plan = plans[1] if fast else plans[0]
+        try:
+            return c.encode_header(
+                self.serialize_type,
+                self.code,
+                self.language,
+                self.version,
+                self.opaque,
+                self.flag,
+                self.remark,
+                header,
+                plan,
+                fast,
+                self.ext_fields,
+            )
+        except c.WireError as exc:
+            raise CodecError(str(exc)) from None
+
     def encode(self) -> bytes:
         """One whole frame, including the 4-byte length prefix."""
+        if _c is not None:
+            try:
+                frame = _c.encode_command(self)
+            except _c.WireError as exc:
+                raise CodecError(str(exc)) from None
+            if frame is not None:
+                return frame
         header = self.encode_header()
         if len(header) > _MAX_HEADER_LENGTH:
             raise CodecError(f"header of {len(header)} bytes exceeds the 24-bit header length field")
@@ -225,6 +279,13 @@ class RemotingCommand:
         """Decode one whole frame (length prefix included); malformed input raises :class:`CodecError`."""
         if type(frame) is not bytes:
             frame = bytes(frame)
+        if _c is not None:
+            try:
+                decoded = _c.decode_command(cls, frame, _decode_context())
+            except _c.WireError as exc:
+                raise CodecError(str(exc)) from None
+            if decoded is not None:
+                return decoded
         size = len(frame)
         if size < 8:
             raise CodecError(f"frame of {size} bytes is shorter than the 8-byte minimum")

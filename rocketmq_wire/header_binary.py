@@ -8,6 +8,9 @@ their fields are written as entries in a fixed order *before* whatever the ext m
 had copied the header into the ext map too (mqadmin's ACL signing does), the same keys appear twice; Java's
 reader keeps the last value. We read such a prefix back into the typed header so that writing the command
 again gives the same bytes, and ``RemotingCommand.fields()`` gives the merged view Java sees.
+
+The loops over entries run in C when the accelerator is built (:mod:`rocketmq_wire.accel`); the Python code
+is the reference, and runs whenever the C code declines an input.
 """
 
 from __future__ import annotations
@@ -16,11 +19,12 @@ import functools
 import struct
 from collections.abc import Iterable
 
+from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.codes import LanguageCode
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.header_fields import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, HeaderFields
-from rocketmq_wire.headers.base import CommandHeader
-from rocketmq_wire.javahash import ExtFields, infer_capacity
+from rocketmq_wire.headers.base import CommandHeader, parse_value
+from rocketmq_wire.javahash import _KNOWN_CAPACITIES, ExtFields, infer_capacity
 from rocketmq_wire.layouts import ROCKETMQ_FIXED_FORMAT
 
 _FIXED = struct.Struct(ROCKETMQ_FIXED_FORMAT)
@@ -44,6 +48,14 @@ def _key_prefix(key: str) -> bytes:
 
 
 def encode_entries(entries: Iterable[tuple[str, str]]) -> bytes:
+    if _c is not None:
+        entries = entries if type(entries) is list else list(entries)
+        try:
+            data = _c.encode_entries(entries)
+        except _c.WireError as exc:
+            raise CodecError(str(exc)) from None
+        if data is not None:
+            return data
     parts: list[bytes] = []
     append = parts.append
     pack = _INT.pack
@@ -65,6 +77,14 @@ def encode_binary_header(
     ext_entries: Iterable[tuple[str, str]],
 ) -> bytes:
     """The header bytes; ``ext_entries`` in wire order (fast-path fields first, then the map)."""
+    if _c is not None:
+        ext_entries = ext_entries if type(ext_entries) is list else list(ext_entries)
+        try:
+            data = _c.encode_binary_header(code, language, version, opaque, flag, remark, ext_entries)
+        except _c.WireError as exc:
+            raise CodecError(str(exc)) from None
+        if data is not None:
+            return data
     _check_range("code", code, INT16_MIN, INT16_MAX)
     _check_range("version", version, INT16_MIN, INT16_MAX)
     _check_range("opaque", opaque, INT32_MIN, INT32_MAX)
@@ -86,6 +106,13 @@ def encode_binary_header(
 
 def decode_entries(data: bytes, start: int, end: int) -> list[tuple[str, str]]:
     """Ext entries between ``start`` and ``end``, duplicates and all, in wire order."""
+    if _c is not None:
+        try:
+            decoded = _c.decode_entries(data, start, end)
+        except _c.WireError as exc:
+            raise CodecError(str(exc)) from None
+        if decoded is not None:
+            return decoded
     entries: list[tuple[str, str]] = []
     append = entries.append
     short_at = _SHORT.unpack_from
@@ -164,7 +191,57 @@ def ext_from_entries(entries: list[tuple[str, str]]) -> ExtFields | None:
     return ext
 
 
+@functools.cache
+def _decode_context() -> tuple[object, ...] | None:
+    """What the C decoder needs to build the record and split off a fast-path header, gathered once.
+
+    ``None`` (decode in Python) if a fast-path class reads or renders its entries its own way, which C
+    would not reproduce.
+    """
+    from rocketmq_wire.headers import FAST_PATH_HEADERS
+
+    def candidate(cls: type[CommandHeader]) -> tuple[object, ...] | None:
+        if not cls._plain_entries() or len(set(cls.FAST_FIELDS)) != len(cls.FAST_FIELDS):
+            return None
+        index = {name: i for i, name in enumerate(cls.FAST_FIELDS)}
+        fields = tuple((*field, index.get(field[1], -1)) for field in cls._parse_plan())
+        # cls(**values) is object.__new__(cls), then cls.__init__, unless __new__ or a metaclass intervenes
+        plain = cls.__new__ is object.__new__ and type(cls).__call__ is type.__call__
+        return (cls, cls.FAST_FIELDS, fields, cls._fast_plan(), cls.__init__ if plain else None)
+
+    candidates = {cls: candidate(cls) for cls in FAST_PATH_HEADERS}
+    if any(c is None for c in candidates.values()):
+        return None
+    requests = {
+        int(code): tuple(candidates[cls] for cls in fast_path_candidates(int(code), False))
+        for cls in FAST_PATH_HEADERS
+        for code in cls.REQUEST_CODES
+    }
+    responses = tuple(candidates[cls] for cls in fast_path_candidates(0, True))
+    # the order is the C side's BX_* enum
+    return (
+        HeaderFields,
+        ExtFields,
+        _LANGUAGES,
+        LanguageCode,
+        _KNOWN_CAPACITIES,
+        requests,
+        responses,
+        CodecError,
+        parse_value,
+    )
+
+
 def decode_binary_header(data: bytes) -> HeaderFields:
+    if _c is not None:
+        context = _decode_context()
+        if context is not None:
+            try:
+                fields = _c.decode_binary_fields(data, context)
+            except _c.WireError as exc:
+                raise CodecError(str(exc)) from None
+            if fields is not None:
+                return fields
     size = len(data)
     if size < _FIXED.size + 4:
         raise CodecError(f"binary header of {size} bytes is shorter than the fixed part ({_FIXED.size + 4})")
@@ -184,6 +261,19 @@ def decode_binary_header(data: bytes) -> HeaderFields:
     if ext_len < 0 or pos + ext_len > size:
         raise CodecError(f"ext map length {ext_len} runs past the header of {size} bytes")
     entries = decode_entries(data, pos, pos + ext_len) if ext_len > 0 else []
+    return _header_fields(code, lang, version, opaque, flag, remark, entries)
+
+
+def _header_fields(
+    code: int,
+    lang: int,
+    version: int,
+    opaque: int,
+    flag: int,
+    remark: str | None,
+    entries: list[tuple[str, str]],
+) -> HeaderFields:
+    """The record, from the header's fixed fields and its ext entries in wire order."""
     fast_header: CommandHeader | None = None
     if entries:
         candidates = fast_path_candidates(code, bool(flag & 1))

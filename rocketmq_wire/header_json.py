@@ -5,6 +5,10 @@ fastjson writes the bean's properties sorted by name and leaves out nulls, so a 
 Java ``HashMap`` order. Reading is lenient the way Java is: the C++ client sorts its keys, writes some ext
 values as bare numbers, sends ``"remark":""`` and a trailing newline, and leaves out
 ``serializeTypeCurrentRPC``.
+
+With the C accelerator (:mod:`rocketmq_wire.accel`) the header is written in C, and a header in exactly the
+layout Java writes is read in C; anything else (the C++ client's headers, malformed input) goes through
+``json.loads`` below, which stays the reference.
 """
 
 from __future__ import annotations
@@ -14,11 +18,12 @@ import json
 import re
 from collections.abc import Iterable
 
+from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.codes import LanguageCode
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.header_fields import INT32_MAX, INT32_MIN, HeaderFields
-from rocketmq_wire.javahash import ExtFields, infer_capacity
+from rocketmq_wire.javahash import _KNOWN_CAPACITIES, ExtFields, infer_capacity
 
 _key_literal = functools.lru_cache(maxsize=4096)(dump_str)
 
@@ -41,6 +46,25 @@ def encode_json_header(
 ) -> bytes:
     """The header bytes; ``ext_items`` already in wire order, ``None`` for no map at all."""
     ext = None if ext_items is None else dict(ext_items)
+    if _c is not None:
+        try:
+            data = _c.encode_json_header(code, language.name, version, opaque, flag, remark, ext, False, None)
+        except _c.WireError as exc:
+            raise CodecError(str(exc)) from None
+        if data is not None:
+            return data
+    return _encode_json_header(code, language, version, opaque, flag, remark, ext)
+
+
+def _encode_json_header(
+    code: int,
+    language: LanguageCode,
+    version: int,
+    opaque: int,
+    flag: int,
+    remark: str | None,
+    ext: dict[str, str] | None,
+) -> bytes:
     obj: dict[str, object] = {"code": int(code)}
     if ext is not None:
         obj["extFields"] = ext
@@ -120,7 +144,15 @@ def _ext_value(key: str, value: object) -> str | None:
     raise CodecError(f"JSON header ext field {key!r} is not a scalar: {type(value).__name__}")
 
 
+#: What the C reader needs to build the record (the order is the C side's JX_* enum).
+_DECODE_CONTEXT = (HeaderFields, ExtFields, dict(LanguageCode.__members__), _KNOWN_CAPACITIES)
+
+
 def decode_json_header(data: bytes) -> HeaderFields:
+    if _c is not None:
+        fields = _c.decode_json_fields(data, _DECODE_CONTEXT)
+        if fields is not None:
+            return fields
     try:
         obj = json.loads(data)
     except UnicodeDecodeError as exc:

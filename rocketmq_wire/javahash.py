@@ -9,26 +9,36 @@ created with ``new HashMap<>(n)`` with the next power of two >= n, and either do
 count passes three quarters of the table. A resize keeps the relative order of the entries that land in the
 same bucket, so the final order is still "bucket, then insertion". (A bucket of eight or more entries turns
 into a tree in Java; with ext-field sized maps that does not happen and is not modelled.)
+
+With the C accelerator (:mod:`rocketmq_wire.accel`) the hash, an ext map's order and the capacity inference
+are computed in C, without the caches the pure-Python versions need to be fast.
 """
 
 from __future__ import annotations
 
 import functools
 from collections.abc import Iterable, Mapping
-from typing import overload
+from typing import cast, overload
+
+from rocketmq_wire.accel import speedups as _c
 
 DEFAULT_CAPACITY = 16
 _MAX_CAPACITY = 1 << 30
 
 
 @functools.lru_cache(maxsize=8192)
-def java_string_hash(value: str) -> int:
+def _java_string_hash(value: str) -> int:
     """``String.hashCode()`` as an unsigned 32-bit number (computed over UTF-16 code units)."""
     h = 0
     data = value.encode("utf-16-be", "surrogatepass")
     for i in range(0, len(data), 2):
         h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
     return h
+
+
+#: Bound once rather than switched per call: callers outside the codec (store indexes, queue selectors)
+#: hash in their own hot loops, and the two versions are compared directly by the tests.
+java_string_hash = _c.java_string_hash if _c is not None else _java_string_hash
 
 
 @functools.lru_cache(maxsize=8192)
@@ -93,6 +103,10 @@ def infer_capacity(keys: Iterable[str]) -> int | None:
     An order that no known capacity explains (a non-Java peer that sorts its keys, say) also yields ``None``:
     re-encoding then uses Java's default order, which any peer accepts.
     """
+    if _c is not None:
+        capacity = _c.infer_capacity(keys, _KNOWN_CAPACITIES)
+        if capacity is not NotImplemented:
+            return cast("int | None", capacity)
     return _infer_capacity(tuple(keys))
 
 
@@ -125,10 +139,16 @@ class ExtFields(dict[str, str]):
         *,
         capacity: int | None = None,
     ) -> None:
+        # The C accelerator makes decoded instances without calling this (dict.__new__, the items, then
+        # capacity): anything more done here would be missing from them.
         super().__init__(data)
         self.capacity = capacity
 
     def items_java_order(self) -> list[tuple[str, str]]:
+        if _c is not None:
+            ordered = _c.items_java_order(self, self.capacity)
+            if ordered is not None:
+                return ordered
         items = tuple(self.items())
         return [items[i] for i in _order_permutation(tuple(self), self.capacity)]
 

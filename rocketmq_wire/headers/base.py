@@ -11,14 +11,18 @@ ones that reproduce every captured frame, including every frame where two keys s
 Four headers (send V2 request, send response, pull request, pull response) also have a *fast path* in the
 ROCKETMQ binary serialization: they are written entry by entry in a fixed order ahead of the ext map instead
 of being merged into it. Those classes set ``FAST_FIELDS`` to that order.
+
+Rendering a header into entries and building one from them run in C when the accelerator is built
+(:mod:`rocketmq_wire.accel`); the code here is the reference it follows.
 """
 
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from typing import Any, ClassVar, Self, TypeVar
 
+from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.errors import CodecError
 
 #: ``Long.MAX_VALUE``: the open end Java tools send for time ranges and offsets.
@@ -151,7 +155,11 @@ class CommandHeader:
             type.__setattr__(cls, "_fast_plan_cache", cached)
         return cached
 
-    def _render(self, plan: Iterable[tuple[str, str, type]]) -> list[tuple[str, str]]:
+    def _render(self, plan: tuple[tuple[str, str, type], ...]) -> list[tuple[str, str]]:
+        if _c is not None:
+            rendered = _c.render(self, plan)
+            if rendered is not None:
+                return rendered
         items = []
         for attr, java, kind in plan:
             value = getattr(self, attr)
@@ -181,6 +189,37 @@ class CommandHeader:
             type.__setattr__(cls, "_plan_cache", cached)
         return cached
 
+    @classmethod
+    def _parse_plan(cls) -> tuple[tuple[str, str, type, bool], ...]:
+        """(attribute, Java name, kind, required) in declared order, for the C ``from_ext``."""
+        cached: tuple[tuple[str, str, type, bool], ...] | None = cls.__dict__.get("_parse_plan_cache")
+        if cached is None:
+            cached = tuple((f.attr, f.java, f.kind, f.required) for f in cls.java_fields())
+            type.__setattr__(cls, "_parse_plan_cache", cached)
+        return cached
+
+    @classmethod
+    def _plain_entries(cls) -> bool:
+        """Whether the class reads and writes its entries with the machinery here, which C reproduces."""
+        base = CommandHeader
+        return (
+            cls.ext_items is base.ext_items
+            and cls.fast_items is base.fast_items
+            and cls._render is base._render
+            and cls.from_ext.__func__ is base.from_ext.__func__  # type: ignore[attr-defined]
+        )
+
+    @classmethod
+    def _plans_for_c(
+        cls,
+    ) -> tuple[tuple[tuple[str, str, type], ...], tuple[tuple[str, str, type], ...]] | None:
+        """(declared plan, fast-path plan) for the C encoder, or ``None`` if the class renders on its own."""
+        cached = cls.__dict__.get("_plans_for_c_cache", False)
+        if cached is False:
+            cached = (cls._plan(), cls._fast_plan()) if cls._plain_entries() else None
+            type.__setattr__(cls, "_plans_for_c_cache", cached)
+        return cached  # type: ignore[no-any-return]
+
     def to_ext(self) -> dict[str, str]:
         return dict(self.ext_items())
 
@@ -190,6 +229,13 @@ class CommandHeader:
 
         Raises :class:`CodecError` when a ``@CFNotNull`` field is missing or a number does not parse.
         """
+        if _c is not None:
+            try:
+                built = _c.from_ext(cls, cls._parse_plan(), ext, parse_value)
+            except _c.WireError as exc:
+                raise CodecError(str(exc)) from None
+            if built is not None:
+                return built
         values: dict[str, object] = {}
         get = ext.get
         for f in cls.java_fields():

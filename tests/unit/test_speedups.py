@@ -1,0 +1,836 @@
+"""The C accelerator (``rocketmq_wire._speedups``) against the pure-Python reference it must reproduce.
+
+Three layers: the main round-trip checks run on both paths (the ``impl`` fixture); differential tests run
+the same input through both and demand the same result, or the same exception type and message, on golden,
+mutated and generated input; and the codec's own test files are run once more, in a subprocess, on the path
+this process is not using. Plus build hygiene (warning-free C) and a leak check.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import functools
+import importlib
+import importlib.util
+import os
+import random
+import re
+import resource
+import shutil
+import struct
+import subprocess
+import sys
+import sysconfig
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rocketmq_wire import (
+    CodecError,
+    ExtFields,
+    LanguageCode,
+    RemotingCommand,
+    SerializeType,
+    accel,
+    header_binary,
+    header_json,
+    javahash,
+)
+from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.fastjson import dump_str
+from rocketmq_wire.headers import ALL_HEADERS, SendMessageRequestHeaderV2
+from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from tests.golden import load_golden
+
+ROOT = Path(__file__).resolve().parents[2]
+SOURCE = ROOT / "rocketmq_wire" / "_speedups.c"
+
+needs_c = pytest.mark.skipif(
+    not accel.ACCELERATED, reason="the C accelerator is not built or is switched off"
+)
+
+
+def _built() -> bool:
+    return importlib.util.find_spec("rocketmq_wire._speedups") is not None
+
+
+@pytest.fixture(params=["python", "c"])
+def impl(request: pytest.FixtureRequest) -> Iterator[str]:
+    """Runs the test on the pure-Python reference and on the C accelerator."""
+    if request.param == "c":
+        if not accel.ACCELERATED:
+            pytest.skip("the C accelerator is not built or is switched off")
+        yield "c"
+    else:
+        with accel.pure_python():
+            yield "python"
+
+
+Outcome = tuple[str, Any]
+
+
+def _outcome(fn: Callable[[], Any]) -> Outcome:
+    try:
+        return ("ok", fn())
+    except Exception as exc:  # the exact exception is what is compared
+        return ("error", (type(exc), str(exc)))
+
+
+def _both(fn: Callable[[], Any], snapshot: Callable[[Any], Any] = lambda value: value) -> tuple[Any, Any]:
+    """fn's outcome with the C accelerator and with the reference, values passed through ``snapshot``."""
+
+    def run() -> Outcome:
+        kind, value = _outcome(fn)
+        return (kind, snapshot(value)) if kind == "ok" else (kind, value)
+
+    fast = run()
+    with accel.pure_python():
+        reference = run()
+    return fast, reference
+
+
+def _ext_snapshot(ext: ExtFields | None) -> object:
+    if ext is None:
+        return None
+    return (type(ext), list(ext.items()), ext.capacity)
+
+
+def _language_snapshot(language: LanguageCode) -> object:
+    return (type(language), int(language), language.name)
+
+
+def _command_snapshot(cmd: RemotingCommand) -> object:
+    header = cmd.custom_header
+    return (
+        type(cmd),
+        cmd.code,
+        _language_snapshot(cmd.language),
+        cmd.version,
+        cmd.opaque,
+        cmd.flag,
+        cmd.remark,
+        _ext_snapshot(cmd.ext_fields),
+        (type(header), header),
+        cmd.body,
+        (type(cmd.serialize_type), cmd.serialize_type),
+    )
+
+
+def _fields_snapshot(fields: Any) -> object:
+    return (
+        type(fields),
+        fields.code,
+        _language_snapshot(fields.language),
+        fields.version,
+        fields.opaque,
+        fields.flag,
+        fields.remark,
+        _ext_snapshot(fields.ext_fields),
+        (type(fields.fast_header), fields.fast_header),
+    )
+
+
+# -- the accelerator module ------------------------------------------------------------------------------
+
+
+def test_accel_reports_the_active_path() -> None:
+    assert accel.ACCELERATED is (accel.speedups is not None)
+    if os.environ.get("RMQ_NO_SPEEDUPS", "") not in ("", "0"):
+        assert not accel.ACCELERATED
+
+
+def test_environment_switch_forces_pure_python() -> None:
+    code = "from rocketmq_wire import accel, command; print(accel.ACCELERATED, command._c is None)"
+    env = {**os.environ, "RMQ_NO_SPEEDUPS": "1"}
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["False", "True"]
+
+
+def test_pure_python_switches_every_wired_module_and_restores_them() -> None:
+
+    modules = [importlib.import_module(name) for name in accel.WIRED_MODULES]
+    before = [module._c for module in modules]
+    with accel.pure_python():
+        assert all(module._c is None for module in modules)
+    assert [module._c for module in modules] == before
+
+
+@needs_c
+def test_c_source_compiles_without_warnings(tmp_path: Path) -> None:
+    gcc = shutil.which("gcc")
+    include = sysconfig.get_paths()["include"]
+    if gcc is None or not (Path(include) / "Python.h").is_file():
+        pytest.skip("gcc or the Python headers are not available")
+    flags = ["-O2", "-Wall", "-Wextra", "-Werror", "-fPIC", "-c", f"-I{include}"]
+    result = subprocess.run(
+        [gcc, *flags, str(SOURCE), "-o", str(tmp_path / "speedups.o")], capture_output=True, text=True
+    )
+    assert result.returncode == 0, result.stderr
+
+
+def test_codec_tests_pass_on_the_other_path() -> None:
+    """The codec's own test files, run on whichever path this process is not using."""
+    if not _built():
+        pytest.skip("the C accelerator is not built: only the pure-Python path exists")
+    env = {**os.environ, "RMQ_NO_SPEEDUPS": "0" if not accel.ACCELERATED else "1"}
+    files = [
+        "tests/unit/test_golden_frames.py",
+        "tests/unit/test_headers_golden.py",
+        "tests/unit/test_headers.py",
+        "tests/unit/test_command.py",
+        "tests/unit/test_codec_fuzz.py",
+        "tests/unit/test_javahash.py",
+        "tests/unit/test_framing.py",
+    ]
+    result = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *files],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+# -- golden frames on both paths -------------------------------------------------------------------------
+
+
+def test_golden_frames_round_trip(impl: str) -> None:
+    for f in load_golden():
+        cmd = RemotingCommand.decode(f.frame)
+        assert cmd.code == f.code and cmd.opaque == f.opaque, f.id
+        assert cmd.language.name == f.language and cmd.serialize_type.name == f.serialize, f.id
+        assert cmd.body == f.body, f.id
+        again = RemotingCommand.decode(cmd.encode())
+        assert again.fields() == cmd.fields(), f.id
+        if f.from_java:
+            assert cmd.encode() == f.frame, f.id
+
+
+@needs_c
+def test_golden_frames_decode_and_encode_alike_on_both_paths() -> None:
+    for f in load_golden():
+        fast, reference = _both(functools.partial(RemotingCommand.decode, f.frame), _command_snapshot)
+        assert fast == reference, f.id
+        with accel.pure_python():
+            cmd = RemotingCommand.decode(f.frame)
+        fast_frame, reference_frame = _both(cmd.encode)
+        assert fast_frame == reference_frame, f.id
+        fast_header, reference_header = _both(cmd.encode_header)
+        assert fast_header == reference_header, f.id
+
+
+@needs_c
+def test_golden_headers_decode_alike_through_the_header_functions() -> None:
+    for f in load_golden():
+        data = f.frame[8 : 8 + f.header_length]
+        decode = (
+            header_json.decode_json_header if f.serialize == "JSON" else header_binary.decode_binary_header
+        )
+        fast, reference = _both(functools.partial(decode, data), _fields_snapshot)
+        assert fast == reference, f.id
+
+
+def _mutate(frame: bytes, rng: random.Random) -> bytes:
+    """Random byte damage; mostly with the length prefix made to fit, so the header readers see it."""
+    data = bytearray(frame)
+    for _ in range(rng.randint(1, 6)):
+        choice = rng.random()
+        pos = rng.randrange(len(data) + 1)
+        if choice < 0.5 and pos < len(data):
+            data[pos] = rng.randrange(256)
+        elif choice < 0.7:
+            del data[pos : pos + rng.randint(1, 8)]
+        else:
+            data[pos:pos] = rng.randbytes(rng.randint(1, 8))
+    if rng.random() < 0.8 and len(data) >= 4:
+        data[0:4] = (len(data) - 4).to_bytes(4, "big")
+    return bytes(data)
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None)
+@given(st.integers(0, 2**63))
+def test_mutated_frames_give_the_same_result_or_the_same_error(seed: int) -> None:
+    frames = load_golden()
+    rng = random.Random(seed)
+    frame = _mutate(frames[rng.randrange(len(frames))].frame, rng)
+    fast, reference = _both(lambda: RemotingCommand.decode(frame), _command_snapshot)
+    assert fast == reference
+    if fast[0] == "error":
+        assert issubclass(fast[1][0], CodecError), fast
+        return
+    with accel.pure_python():
+        cmd = RemotingCommand.decode(frame)
+    fast_frame, reference_frame = _both(cmd.encode)
+    assert fast_frame == reference_frame
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.integers(0, 2**63))
+def test_mutated_header_regions_alike(seed: int) -> None:
+    """The header readers on their own, with damage anywhere in the header bytes."""
+    frames = load_golden()
+    rng = random.Random(seed)
+    f = frames[rng.randrange(len(frames))]
+    data = bytearray(f.frame[8 : 8 + f.header_length])
+    for _ in range(rng.randint(1, 4)):
+        if data:
+            data[rng.randrange(len(data))] = rng.randrange(256)
+    if rng.random() < 0.3:
+        data = data[: rng.randrange(len(data) + 1)]
+    decode = header_json.decode_json_header if f.serialize == "JSON" else header_binary.decode_binary_header
+    fast, reference = _both(lambda: decode(bytes(data)), _fields_snapshot)
+    assert fast == reference
+
+
+# -- JSON headers: the fast reader and writer ------------------------------------------------------------
+
+#: Characters the JSON writers treat specially (escapes, the C1 range, separators, surrogates), made common.
+_SPECIAL = st.sampled_from(
+    [
+        *map(chr, range(0x20)),
+        '"',
+        "\\",
+        "/",
+        "\x7f",
+        "\x80",
+        "\x9f",
+        "\xa0",
+        "\u2028",
+        "\u2029",
+        "\ud800",
+        "\U0001f600",
+    ]
+)
+_ANY_TEXT = st.text(st.characters() | _SPECIAL, max_size=24)  # surrogates included: writing them fails alike
+_WIRE_TEXT = st.text(  # what can travel: no lone surrogates
+    st.characters(exclude_categories=["Cs"]) | _SPECIAL.filter(lambda c: c != "\ud800"), max_size=24
+)
+
+
+def _java_json(ext: dict[str, str] | None, remark: str | None, language: str = "JAVA") -> bytes:
+    """A header laid out as Java writes it (the fastjson writer of the reference)."""
+    parts = ['"code":310']
+    if ext is not None:
+        parts.append(
+            '"extFields":{' + ",".join(dump_str(k) + ":" + dump_str(v) for k, v in ext.items()) + "}"
+        )
+    parts += ['"flag":0', f'"language":{dump_str(language)}', '"opaque":7']
+    if remark is not None:
+        parts.append(f'"remark":{dump_str(remark)}')
+    parts += ['"serializeTypeCurrentRPC":"JSON"', '"version":409']
+    return ("{" + ",".join(parts) + "}").encode("utf-8", "surrogatepass")
+
+
+@needs_c
+@settings(max_examples=400, deadline=None)
+@given(st.none() | st.dictionaries(_ANY_TEXT, _ANY_TEXT, max_size=6), st.none() | _ANY_TEXT)
+def test_json_reader_agrees_on_java_layout(ext: dict[str, str] | None, remark: str | None) -> None:
+    data = _java_json(ext, remark)
+    fast, reference = _both(lambda: header_json.decode_json_header(data), _fields_snapshot)
+    assert fast == reference
+
+
+_JSON_PIECES = [
+    b" ",
+    b"\n",
+    b'"',
+    b"\\",
+    b"\\u",
+    b"\\ud800",
+    b"\\udc00",
+    b"\\uD83D\\uDE00",
+    b"\\u00e9",
+    b"\\/",
+    b"\\x",
+    b"\xed\xa0\x80",
+    b"\xc3\xa9",
+    b"\xc3",
+    b"\xff",
+    b"\x01",
+    b"\x7f",
+    b"0",
+    b"-",
+    b"1.5",
+    b"1e3",
+    b"99999999999",
+    b"-2147483648",
+    b"2147483648",
+    b"null",
+    b"true",
+    b"{",
+    b"}",
+    b"[1]",
+    b",",
+    b":",
+    b'"extFields":{}',
+    b'"language":"CPP"',
+    b'"language":"NOPE"',
+    b'"remark":null',
+    b'"remark":5',
+]
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    st.dictionaries(_WIRE_TEXT, _WIRE_TEXT, max_size=4),
+    st.lists(st.tuples(st.integers(0, 10**6), st.sampled_from(_JSON_PIECES), st.booleans()), max_size=4),
+)
+def test_json_reader_agrees_on_damaged_java_layout(
+    ext: dict[str, str], edits: list[tuple[int, bytes, bool]]
+) -> None:
+    data = bytearray(_java_json(ext, "r"))
+    for where, piece, replace in edits:
+        pos = where % (len(data) + 1)
+        data[pos : pos + (len(piece) if replace else 0)] = piece
+    fast, reference = _both(lambda: header_json.decode_json_header(bytes(data)), _fields_snapshot)
+    assert fast == reference
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.integers(-(2**40), 2**40), st.integers(-(2**40), 2**40), st.integers(-(2**33), 2**33))
+def test_json_reader_agrees_on_numbers(code: int, opaque: int, version: int) -> None:
+    data = (
+        f'{{"code":{code},"flag":0,"language":"JAVA","opaque":{opaque},'
+        f'"serializeTypeCurrentRPC":"JSON","version":{version}}}'
+    ).encode()
+    fast, reference = _both(lambda: header_json.decode_json_header(data), _fields_snapshot)
+    assert fast == reference
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(_ANY_TEXT, _ANY_TEXT, st.none() | _ANY_TEXT)
+def test_json_writer_escapes_as_fastjson(key: str, value: str, remark: str | None) -> None:
+    fast, reference = _both(
+        lambda: header_json.encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, remark, [(key, value)])
+    )
+    assert fast == reference
+    if fast[0] == "ok":
+        assert fast[1] == _java_json_with(key, value, remark)
+
+
+def _java_json_with(key: str, value: str, remark: str | None) -> bytes:
+    text = '{"code":1,"extFields":{' + dump_str(key) + ":" + dump_str(value) + '},"flag":0,"language":"JAVA"'
+    text += ',"opaque":1' + (f',"remark":{dump_str(remark)}' if remark is not None else "")
+    return (text + ',"serializeTypeCurrentRPC":"JSON","version":409}').encode()
+
+
+def test_json_writer_escapes_the_special_ranges(impl: str) -> None:
+    special = "".join(
+        chr(c) for c in [*range(0x20), 0x22, 0x5C, 0x2F, *range(0x7F, 0xA1), 0x2028, 0x2029, 0x1F600]
+    )
+    data = header_json.encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, None, [("k", special)])
+    assert dump_str(special).encode() in data
+    assert b"\\u001F" in data and b"\\u007F" in data and b"\\u009F" in data and b"\\u2028" in data
+    assert "\u00a0".encode() in data and "\U0001f600".encode() in data and b"/" in data
+
+
+def test_json_writer_escapes_del_in_ascii_text(impl: str) -> None:
+    """DEL is the one ASCII character fastjson escapes that the stdlib encoder leaves raw."""
+    assert (
+        header_json.encode_json_header(1, LanguageCode.JAVA, 1, 1, 0, "a\x7fb", None).count(b"a\\u007Fb") == 1
+    )
+    cmd = RemotingCommand(code=1, ext_fields={"k": "\x7f"})
+    assert b'"k":"\\u007F"' in cmd.encode()
+
+
+def test_json_writer_refuses_lone_surrogates(impl: str) -> None:
+    with pytest.raises(CodecError, match="not encodable as UTF-8: surrogates not allowed"):
+        header_json.encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, "\ud800", None)
+    cmd = RemotingCommand(code=1, ext_fields={"k": "x\udfff"})
+    with pytest.raises(CodecError, match="surrogates not allowed"):
+        cmd.encode()
+
+
+def test_json_reader_unescapes_every_form(impl: str) -> None:
+    text = (
+        b'{"code":1,"extFields":{"k\\u00e9":"\\"\\\\\\/\\b\\f\\n\\r\\t\\u00E9\\uD83D\\uDE00\\ud800x\\udc00",'
+        b'"raw":"\xc3\xa9\xf0\x9f\x98\x80\xed\xa0\x80"},"flag":0,"language":"JAVA","opaque":1,'
+        b'"serializeTypeCurrentRPC":"JSON","version":1}'
+    )
+    fields = header_json.decode_json_header(text)
+    assert fields.ext_fields == {
+        "k\u00e9": '"\\/\b\f\n\r\t\u00e9\U0001f600\ud800x\udc00',
+        "raw": "\u00e9\U0001f600\ud800",
+    }
+
+
+def test_header_entries_and_ext_entries_merge_by_equal_keys(impl: str) -> None:
+    """An ext key equal to a header field's wire name, but another str object, replaces its value in place."""
+    from rocketmq_wire.headers import GetRouteInfoRequestHeader
+
+    topic = "".join(["to", "pic"])  # equal to the header's "topic", not the same (interned) object
+    for serialize in SerializeType.JSON, SerializeType.ROCKETMQ:
+        cmd = RemotingCommand(
+            code=RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            custom_header=GetRouteInfoRequestHeader(topic="A"),
+            ext_fields={topic: "B", "".join(["z", "z"]): "C"},
+            serialize_type=serialize,
+        )
+        frame = cmd.encode()
+        assert frame.count(b"topic") == 1 and b"B" in frame and b"A" not in frame[8:]
+        assert RemotingCommand.decode(frame).fields() == {"topic": "B", "zz": "C"}
+
+
+def test_cpp_style_headers_are_read_by_the_reference(impl: str) -> None:
+    text = (
+        b'{"code":11,"extFields":{"queueId":3,"topic":"T"},"flag":0,"language":"CPP",'
+        b'"opaque":5,"remark":"","version":0}\n'
+    )
+    fields = header_json.decode_json_header(text)
+    assert fields.ext_fields == {"queueId": "3", "topic": "T"}
+    assert fields.language is LanguageCode.CPP and fields.remark == ""
+
+
+# -- binary headers --------------------------------------------------------------------------------------
+
+
+def _entry(key: bytes, value: bytes) -> bytes:
+    return struct.pack(">h", len(key)) + key + struct.pack(">i", len(value)) + value
+
+
+def _binary_header(entries: bytes, remark: bytes = b"", flag: int = 0, code: int = 310) -> bytes:
+    return (
+        struct.pack(">hbhiii", code, 0, 409, 1, flag, len(remark))
+        + remark
+        + struct.pack(">i", len(entries))
+        + entries
+    )
+
+
+@pytest.mark.parametrize(
+    ("header", "message"),
+    [
+        (b"\x00" * 20, "shorter than the fixed part"),
+        (struct.pack(">hbhiii", 1, 0, 1, 1, 0, 50) + b"\x00" * 4, "remark length 50 runs past"),
+        (struct.pack(">hbhiii", 1, 0, 1, 1, 0, -1) + b"\x00" * 4, "remark length -1 runs past"),
+        (
+            struct.pack(">hbhiii", 1, 0, 1, 1, 0, 1) + b"\xff" + b"\x00" * 4,
+            "remark is not valid UTF-8: invalid start byte",
+        ),
+        (_binary_header(b"")[:-4] + struct.pack(">i", 9), "ext map length 9 runs past"),
+        (_binary_header(b"")[:-4] + struct.pack(">i", -3), "ext map length -3 runs past"),
+        (_binary_header(b"\x00\x01a\x00"), "ext map ends inside an entry header at offset 21"),
+        (_binary_header(struct.pack(">h", -2) + b"\x00" * 6), "ext key length -2 at offset 21 runs past"),
+        (
+            _binary_header(struct.pack(">h", 9) + b"ab\x00\x00\x00\x00"),
+            "ext key length 9 at offset 21 runs past",
+        ),
+        (
+            _binary_header(b"\x00\x01k" + struct.pack(">i", 5) + b"v"),
+            "ext value length 5 for key 'k' runs past",
+        ),
+        (
+            _binary_header(_entry(b"\xc3", b"v")),
+            "ext entry near offset 23 is not valid UTF-8: unexpected end of data",
+        ),
+        (
+            _binary_header(_entry(b"k", b"\xe0\x80")),
+            "ext entry near offset 28 is not valid UTF-8: invalid continuation",
+        ),
+        (_binary_header(_entry(b"k", b"\xed\xa0\x80")), "ext entry near offset 28 is not valid UTF-8"),
+    ],
+)
+def test_binary_reader_refuses_malformed_headers_with_the_reference_message(
+    impl: str, header: bytes, message: str
+) -> None:
+    with pytest.raises(CodecError, match=message):
+        header_binary.decode_binary_header(header)
+    frame = struct.pack(">II", 4 + len(header), (1 << 24) | len(header)) + header
+    with pytest.raises(CodecError, match=message):
+        RemotingCommand.decode(frame)
+
+
+@pytest.mark.parametrize(
+    ("frame", "message"),
+    [
+        (b"\x00\x00\x00", "frame of 3 bytes is shorter than the 8-byte minimum"),
+        (struct.pack(">II", 9, 0), "length prefix says 9 bytes follow, but the frame holds 4"),
+        (struct.pack(">II", 4, 5), "header length 5 runs past the frame of 8 bytes"),
+        (struct.pack(">II", 4, 2 << 24), "unknown serialize type 2 in the header length word"),
+        (struct.pack(">II", 4, 0), "JSON header does not parse"),
+    ],
+)
+def test_frame_prefix_errors_carry_the_reference_message(impl: str, frame: bytes, message: str) -> None:
+    with pytest.raises(CodecError, match=message):
+        RemotingCommand.decode(frame)
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(st.binary(max_size=80), st.integers(0, 80), st.integers(0, 80))
+def test_decode_entries_alike_on_random_bytes(data: bytes, start: int, end: int) -> None:
+    fast, reference = _both(lambda: header_binary.decode_entries(data, start, end))
+    assert fast == reference
+
+
+@needs_c
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(_ANY_TEXT, _ANY_TEXT), max_size=6))
+def test_encode_entries_alike(entries: list[tuple[str, str]]) -> None:
+    fast, reference = _both(lambda: header_binary.encode_entries(entries))
+    assert fast == reference
+    assert _both(lambda: header_binary.encode_entries(iter(entries))) == (fast, reference)
+
+
+def test_binary_writer_range_errors(impl: str) -> None:
+    cases = [
+        (dict(code=40000), "code 40000 does not fit the binary header (-32768..32767)"),
+        (dict(version=-40000), "version -40000 does not fit"),
+        (dict(opaque=1 << 31), "opaque 2147483648 does not fit"),
+        (dict(flag=-(1 << 31) - 1), "flag -2147483649 does not fit"),
+        (dict(code=1 << 70), "code 1180591620717411303424 does not fit"),
+    ]
+    for attrs, message in cases:
+        cmd = RemotingCommand(serialize_type=SerializeType.ROCKETMQ)
+        for name, value in attrs.items():
+            setattr(cmd, name, value)
+        with pytest.raises(CodecError, match=re.escape(message)):
+            cmd.encode()
+    cmd = RemotingCommand(serialize_type=SerializeType.ROCKETMQ, language=LanguageCode(200))
+    with pytest.raises(CodecError, match="language 200 does not fit in a byte"):
+        cmd.encode()
+    cmd = RemotingCommand(serialize_type=SerializeType.ROCKETMQ, ext_fields={"k" * 40000: "v"})
+    with pytest.raises(CodecError, match="ext key of 40000 bytes is too long for the binary header"):
+        cmd.encode()
+    cmd = RemotingCommand(serialize_type=SerializeType.ROCKETMQ, remark="\ud800")
+    with pytest.raises(UnicodeEncodeError):
+        cmd.encode()
+
+
+# -- generated commands ----------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class _CustomRendering(CommandHeader):
+    """A header that renders itself: the C encoder must leave it to the reference."""
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = ()
+    name: str | None = jstr("name")
+    count: int | None = jint("count")
+
+    def ext_items(self) -> list[tuple[str, str]]:
+        return [("custom", "yes"), *CommandHeader.ext_items(self)]
+
+
+_HEADER_CLASSES = [*ALL_HEADERS, _CustomRendering]
+
+
+@st.composite
+def _header_values(draw: st.DrawFn, cls: type[CommandHeader]) -> CommandHeader:
+    values: dict[str, object] = {}
+    for f in cls.java_fields():
+        choice = draw(st.integers(0, 9))
+        if choice == 0:
+            values[f.attr] = None
+        elif f.kind is str:
+            values[f.attr] = draw(_WIRE_TEXT if choice < 8 else st.integers(-5, 5))  # wrong types render too
+        elif f.kind is int:
+            values[f.attr] = draw(st.integers(-(2**70), 2**70) if choice < 8 else st.booleans())
+        elif f.kind is bool:
+            values[f.attr] = draw(st.booleans() if choice < 8 else st.floats(allow_nan=True))
+    return cls(**values)
+
+
+@st.composite
+def _commands(draw: st.DrawFn) -> RemotingCommand:
+    serialize = draw(st.sampled_from([SerializeType.JSON, SerializeType.ROCKETMQ]))
+    header = None
+    if draw(st.booleans()):
+        header = draw(_header_values(draw(st.sampled_from(_HEADER_CLASSES))))
+    ext: ExtFields | None = None
+    if draw(st.booleans()):
+        keys = st.sampled_from(["a", "b", "topic", "queueId", "bname", "Aa", "BB", "k"]) | _WIRE_TEXT
+        ext = ExtFields(
+            draw(st.dictionaries(keys, _WIRE_TEXT, max_size=8)),
+            capacity=draw(st.sampled_from([None, 256, 0, 1, 3, 1 << 40, -5])),
+        )
+    small = st.integers(-(2**15), 2**15 - 1)
+    cmd = RemotingCommand(
+        code=draw(small | st.integers(-(2**40), 2**40)),
+        language=LanguageCode(draw(st.sampled_from([0, 1, 3, 9, 12, 127, 99, 300]))),
+        version=draw(small),
+        opaque=draw(st.integers(-(2**31), 2**31 - 1) | st.integers(-(2**40), 2**40)),
+        flag=draw(st.integers(0, 3) | st.integers(-(2**31), 2**31 - 1)),
+        remark=draw(st.none() | _WIRE_TEXT),
+        ext_fields=ext,
+        body=draw(st.binary(max_size=40)),
+        serialize_type=serialize,
+        custom_header=header,
+    )
+    return cmd
+
+
+@needs_c
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_commands())
+def test_generated_commands_encode_and_decode_alike(cmd: RemotingCommand) -> None:
+    fast, reference = _both(cmd.encode)
+    assert fast == reference
+    fast_header, reference_header = _both(cmd.encode_header)
+    assert fast_header == reference_header
+    if fast[0] != "ok":
+        return
+    frame = fast[1]
+    decoded_fast, decoded_reference = _both(lambda: RemotingCommand.decode(frame), _command_snapshot)
+    assert decoded_fast == decoded_reference  # JSON writes numbers it cannot read back: refused alike
+
+
+def test_fast_path_header_round_trip(impl: str) -> None:
+    header = SendMessageRequestHeaderV2(
+        producer_group="G",
+        topic="T",
+        default_topic="TBW102",
+        default_topic_queue_nums=4,
+        queue_id=1,
+        sys_flag=0,
+        born_timestamp=1 << 62,
+        flag=0,
+        properties="KEYS\x01k\x02",
+        unit_mode=True,
+        batch=False,
+        namespace="ns",
+    )
+    cmd = RemotingCommand(
+        code=RequestCode.SEND_MESSAGE_V2,
+        custom_header=header,
+        ext_fields={"extra": "1"},
+        serialize_type=SerializeType.ROCKETMQ,
+    )
+    again = RemotingCommand.decode(cmd.encode())
+    # ns is not a fast-path field: Java's binary fast path drops it, and so does the codec
+    assert again.custom_header == dataclasses.replace(header, namespace=None)
+    assert again.fields() == {k: v for k, v in cmd.fields().items() if k != "ns"}
+    assert again.encode() == cmd.encode()
+
+
+# -- typed headers ---------------------------------------------------------------------------------------
+
+#: Numbers, booleans and the near misses that int(), str.isdigit() or str.lower() treat specially.
+_EXT_TEXT = st.sampled_from(
+    "|0|7|-3|+4|007|true|TRUE|tRuE|false|x|١٢|1.5|99999999999999999999999".split("|")
+    + "1:2|:|/|1/| 1|1 |1_000|٣|0x1f|truE |trüe|urue".split("|")
+)
+
+
+@needs_c
+@settings(max_examples=800, deadline=None)
+@given(st.sampled_from(_HEADER_CLASSES), st.data())
+def test_from_ext_and_render_alike(cls: type[CommandHeader], data: st.DataObject) -> None:
+    names = [f.java for f in cls.java_fields()]
+    ext = data.draw(
+        st.dictionaries(st.sampled_from([*names, "other"]), _EXT_TEXT | _WIRE_TEXT, max_size=len(names) + 1)
+    )
+    fast, reference = _both(lambda: cls.from_ext(ext), lambda h: (type(h), h))
+    assert fast == reference
+    header = data.draw(_header_values(cls))
+    fast_items, reference_items = _both(header.ext_items)
+    assert fast_items == reference_items
+    fast_items, reference_items = _both(header.fast_items)
+    assert fast_items == reference_items
+
+
+def test_from_ext_reports_missing_required_fields(impl: str) -> None:
+    with pytest.raises(CodecError, match=r"SendMessageRequestHeaderV2: the custom field <a> is null"):
+        SendMessageRequestHeaderV2.from_ext({"b": "T"})
+    with pytest.raises(CodecError, match="is not a decimal integer"):
+        SendMessageRequestHeaderV2.from_ext({c: "x" for c in "abcdefgh"})
+
+
+# -- Java hashing ----------------------------------------------------------------------------------------
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(st.text(max_size=20))
+def test_string_hash_alike(text: str) -> None:
+    assert accel.speedups is not None
+    assert accel.speedups.java_string_hash(text) == javahash._java_string_hash(text)
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(
+    st.dictionaries(st.text(max_size=6), st.text(max_size=3), max_size=40),
+    st.sampled_from([None, 0, 1, 2, 3, 16, 200, 256, 1 << 29, 1 << 31, 1 << 80, -1, True]),
+)
+def test_java_order_and_capacity_alike(items: dict[str, str], capacity: int | None) -> None:
+    ext = ExtFields(items, capacity=capacity)
+    fast, reference = _both(ext.items_java_order)
+    assert fast == reference
+    keys = [k for k, _ in fast[1]]
+    sources: list[Callable[[], Iterable[str]]] = [
+        lambda: keys,
+        lambda: tuple(keys),
+        lambda: dict.fromkeys(keys),
+        lambda: iter(keys),  # a fresh iterator for each path
+    ]
+    for source in sources:
+        fast_capacity, reference_capacity = _both(functools.partial(_infer_capacity_of, source))
+        assert fast_capacity == reference_capacity
+
+
+def _infer_capacity_of(source: Callable[[], Iterable[str]]) -> int | None:
+    return javahash.infer_capacity(source())
+
+
+def test_declined_inputs_take_the_reference(impl: str) -> None:
+    ext = ExtFields({"a": "1"})
+    ext["n"] = 5  # type: ignore[assignment]  # not a str: C declines, the reference decides
+    cmd = RemotingCommand(code=1, ext_fields=ext)
+    assert b'"n":5' in cmd.encode()
+    assert javahash.infer_capacity(["a", "b"]) is None
+    cmd = RemotingCommand(code=RequestCode.HEART_BEAT, custom_header=_CustomRendering(name="n", count=2))
+    assert RemotingCommand.decode(cmd.encode()).fields() == {"custom": "yes", "name": "n", "count": "2"}
+
+
+# -- leaks -----------------------------------------------------------------------------------------------
+
+
+def _rss_kib() -> int:
+    statm = Path("/proc/self/statm")
+    if not statm.is_file():
+        pytest.skip("no /proc/self/statm to read the resident set size from")
+    return int(statm.read_text().split()[1]) * (resource.getpagesize() // 1024)
+
+
+@needs_c
+def test_no_memory_grows_over_many_calls() -> None:
+    """Round trips, refused frames and refused encodes, repeated: a leaked object per call would show."""
+    good = [f.frame for f in load_golden() if f.from_java][:40]
+    binary = _binary_header(_entry(b"k", b"\xff"))
+    bad = [
+        struct.pack(">II", 6, 2) + b"{x",
+        struct.pack(">II", 4 + len(binary), (1 << 24) | len(binary)) + binary,
+    ]
+    too_big = RemotingCommand(code=1 << 20, serialize_type=SerializeType.ROCKETMQ)
+
+    def work(rounds: int) -> None:
+        for _ in range(rounds):
+            for frame in good:
+                RemotingCommand.decode(frame).encode()
+            for frame in bad:
+                with pytest.raises(CodecError):
+                    RemotingCommand.decode(frame)
+            with pytest.raises(CodecError):
+                too_big.encode()
+
+    work(200)  # warm caches and allocator pools
+    before = _rss_kib()
+    work(2000)  # about 90k frames
+    grown = _rss_kib() - before
+    assert grown < 4096, f"resident set grew by {grown} KiB"
+
+
+def test_malformed_json_is_worded_by_json_loads(impl: str) -> None:
+    with pytest.raises(CodecError, match="does not parse: Expecting property name"):
+        header_json.decode_json_header(b'{"code":1,')
