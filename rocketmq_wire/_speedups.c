@@ -1601,9 +1601,9 @@ done:
 }
 
 /*
- * One field's value from its ext text, as CommandHeader.from_ext computes it: str as is, ASCII digits as
- * an int, "true" in any ASCII case as a bool; everything else through the reference's parse_value. A new
- * reference, or NULL with the exception parse_value raised.
+ * One field's value from its ext text, as CommandHeader.from_ext computes it: str as is, up to 18 ASCII
+ * digits as an int, "true" in any ASCII case as a bool; everything else through the reference's
+ * parse_value. A new reference, or NULL with the exception parse_value raised.
  */
 static PyObject *
 parse_field(PyObject *kind, PyObject *text, PyObject *java, PyObject *parse_value)
@@ -1611,17 +1611,13 @@ parse_field(PyObject *kind, PyObject *text, PyObject *java, PyObject *parse_valu
     if (kind == (PyObject *)&PyUnicode_Type) {
         return Py_NewRef(text);
     }
-    if (kind == (PyObject *)&PyLong_Type && ascii_digits(text)) {
-        Py_ssize_t n = PyUnicode_GET_LENGTH(text);
-        if (n <= 18) { /* fits a long long: the same value int(text) gives, without its string parser */
-            const Py_UCS1 *p = PyUnicode_1BYTE_DATA(text);
-            long long v = 0;
-            for (Py_ssize_t i = 0; i < n; i++) {
-                v = v * 10 + (p[i] - '0');
-            }
-            return PyLong_FromLongLong(v);
+    if (kind == (PyObject *)&PyLong_Type && PyUnicode_GET_LENGTH(text) <= 18 && ascii_digits(text)) {
+        const Py_UCS1 *p = PyUnicode_1BYTE_DATA(text); /* fits a long long: the value int(text) gives */
+        long long v = 0;
+        for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(text); i++) {
+            v = v * 10 + (p[i] - '0');
         }
-        return PyLong_FromUnicodeObject(text, 10);
+        return PyLong_FromLongLong(v);
     }
     if (kind == (PyObject *)&PyBool_Type && PyUnicode_IS_ASCII(text)) {
         return Py_NewRef(ascii_true(text) ? Py_True : Py_False);

@@ -101,7 +101,10 @@ def parse_java_int(text: str, field: str) -> int:
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not body.isascii() or not body.isdigit():
         raise CodecError(f"header field {field!r}: {text!r} is not a decimal integer")
-    return int(text)
+    try:
+        return int(text)
+    except ValueError:  # more digits than int() converts (sys.set_int_max_str_digits)
+        raise CodecError(f"header field {field!r}: a number of {len(body)} digits is too long") from None
 
 
 def parse_value(kind: type, text: str, field: str) -> object:
@@ -121,6 +124,11 @@ def parse_value(kind: type, text: str, field: str) -> object:
 
 
 H = TypeVar("H", bound="CommandHeader")
+
+#: Digit strings up to this long are converted in place; longer ones go through parse_java_int, which turns
+#: int()'s refusal of a number with thousands of digits into a CodecError. (The C accelerator uses the same
+#: cut: up to 18 digits fit its own conversion.)
+_SHORT_DIGITS = 18
 
 
 @dataclasses.dataclass(slots=True)
@@ -247,7 +255,7 @@ class CommandHeader:
             kind = f.kind
             if kind is str:
                 values[f.attr] = text
-            elif kind is int and text.isdigit() and text.isascii():
+            elif kind is int and len(text) <= _SHORT_DIGITS and text.isdigit() and text.isascii():
                 values[f.attr] = int(text)
             else:
                 values[f.attr] = parse_value(kind, text, f.java)

@@ -746,6 +746,26 @@ def test_from_ext_reports_missing_required_fields(impl: str) -> None:
         SendMessageRequestHeaderV2.from_ext({c: "x" for c in "abcdefgh"})
 
 
+def test_numbers_with_thousands_of_digits_are_codec_errors(impl: str) -> None:
+    """int() refuses them (sys.set_int_max_str_digits); a header field says so as a CodecError."""
+    fields = {"a": "G", "b": "T", "c": "D", "d": "4", "e": "1", "f": "0", "g": "9" * 5000, "h": "0"}
+    with pytest.raises(CodecError, match="header field 'g': a number of 5000 digits is too long"):
+        SendMessageRequestHeaderV2.from_ext(fields)
+    with pytest.raises(CodecError, match="a number of 5000 digits is too long"):
+        SendMessageRequestHeaderV2.from_ext({**fields, "g": "-" + "9" * 5000})
+    ext = header_binary.encode_entries(list(fields.items()))
+    header = (
+        struct.pack(">hbhiii", RequestCode.SEND_MESSAGE_V2, 0, 409, 1, 0, 0)
+        + struct.pack(">i", len(ext))
+        + ext
+    )
+    frame = struct.pack(">II", 4 + len(header), (1 << 24) | len(header)) + header
+    cmd = RemotingCommand.decode(frame)  # the fast path refuses the prefix: the entries stay in the ext map
+    assert cmd.custom_header is None and cmd.fields() == fields
+    with pytest.raises(CodecError, match="digits is too long"):
+        cmd.read_header(SendMessageRequestHeaderV2)
+
+
 # -- Java hashing ----------------------------------------------------------------------------------------
 
 
