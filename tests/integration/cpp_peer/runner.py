@@ -26,7 +26,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -141,6 +141,8 @@ class PeerResult:
     native_log: str
     killed: bool
     elapsed_s: float
+    #: Which peer ran ("cpp peer", "java peer", "go peer"), for messages.
+    name: str = "cpp peer"
 
     def of(self, event: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("event") == event]
@@ -177,7 +179,7 @@ class PeerResult:
             how = f"died of signal {signal.Signals(-self.returncode).name}"
         else:
             how = f"exited {self.returncode}"
-        lines = [f"cpp peer {self.command} (pid {self.pid}) {how}: {' '.join(self.argv)}"]
+        lines = [f"{self.name} {self.command} (pid {self.pid}) {how}: {' '.join(self.argv)}"]
         lines += [f"  {e.get('event')}: {json.dumps(e, ensure_ascii=False)}" for e in self.errors]
         if self.done is None:
             lines.append("  no 'done' line")
@@ -260,10 +262,17 @@ class PeerProcess:
         python: str | None = None,
         log_dir: Path | None = None,
         env: Mapping[str, str] | None = None,
+        program: Sequence[str] | None = None,
+        name: str = "cpp peer",
     ) -> None:
         self.command = command
         self.timeout = timeout
-        self.argv = [python or sys.executable, "-m", PEER_MODULE, command]
+        self.name = name
+        # Any peer program speaking this protocol (the Java and Go peers too); the C++ one by default.
+        self._program = (
+            list(program) if program is not None else [python or sys.executable, "-m", PEER_MODULE]
+        )
+        self.argv = [*self._program, command]
         if namesrv is not None:
             self.argv += ["--namesrv", namesrv]
         self.argv += [*args, "--timeout", str(timeout)]
@@ -309,7 +318,7 @@ class PeerProcess:
         return self
 
     def _spawn(self, target: Any, name: str) -> None:
-        thread = threading.Thread(target=target, name=f"cpp-peer-{self.pid}-{name}", daemon=True)
+        thread = threading.Thread(target=target, name=f"peer-{self.pid}-{name}", daemon=True)
         thread.start()
         self._threads.append(thread)
 
@@ -415,7 +424,8 @@ class PeerProcess:
                     stream.close()
         self._result = PeerResult(
             command=self.command,
-            argv=self.argv[3:],
+            argv=self.argv[len(self._program) :],
+            name=self.name,
             pid=self._proc.pid,
             returncode=returncode,
             events=list(self._events),
@@ -500,105 +510,6 @@ def message(
     return spec
 
 
-def _send_args(topic: str, group: str | None, extra: Iterable[str]) -> list[str]:
-    args = ["--topic", topic, "--spec", "-"]
-    if group is not None:
-        args += ["--group", group]
-    return [*args, *extra]
-
-
-def send(
-    command: str,
-    namesrv: str,
-    topic: str,
-    messages: Sequence[Mapping[str, Any]],
-    *,
-    group: str | None = None,
-    extra: Sequence[str] = (),
-    timeout: float = 30.0,
-) -> PeerResult:
-    """``send-sync`` / ``send-oneway`` / ``send-orderly`` / ``send-batch`` of ``messages`` (specs from
-    :func:`message`), in order, through one producer."""
-    return run_peer(
-        command,
-        _send_args(topic, group, extra),
-        namesrv=namesrv,
-        stdin=json.dumps(list(messages)),
-        timeout=timeout,
-    )
-
-
-def send_sync(namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], **kw: Any) -> PeerResult:
-    return send("send-sync", namesrv, topic, messages, **kw)
-
-
-def send_oneway(namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], **kw: Any) -> PeerResult:
-    return send("send-oneway", namesrv, topic, messages, **kw)
-
-
-def send_orderly(
-    namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], sharding_key: int = 0, **kw: Any
-) -> PeerResult:
-    """Orderly sends: each message goes to queue ``sharding_key % queue count`` (a spec's own
-    ``sharding_key`` wins)."""
-    extra = ["--sharding-key", str(sharding_key), *kw.pop("extra", ())]
-    return send("send-orderly", namesrv, topic, messages, extra=extra, **kw)
-
-
-def send_batch(
-    namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], batch_size: int = 0, **kw: Any
-) -> PeerResult:
-    extra = ["--batch-size", str(batch_size), *kw.pop("extra", ())]
-    return send("send-batch", namesrv, topic, messages, extra=extra, **kw)
-
-
-def _consume_args(
-    group: str, topic: str, expression: str, properties: Sequence[str], extra: Sequence[str]
-) -> list[str]:
-    args = ["--group", group, "--topic", topic, "--expression", expression]
-    for name in properties:
-        args += ["--property", name]
-    return [*args, *extra]
-
-
-def start_push_consumer(
-    namesrv: str,
-    group: str,
-    topic: str,
-    count: int,
-    *,
-    expression: str = "*",
-    properties: Sequence[str] = (),
-    extra: Sequence[str] = (),
-    timeout: float = 60.0,
-    log_dir: Path | None = None,
-) -> PeerProcess:
-    """A push consumer in the background: ``wait_for("ready")``, produce, then ``finish()``."""
-    args = _consume_args(group, topic, expression, properties, ["--count", str(count), *extra])
-    return PeerProcess("push-consume", args, namesrv=namesrv, timeout=timeout, log_dir=log_dir).start()
-
-
-def push_consume(namesrv: str, group: str, topic: str, count: int, **kw: Any) -> PeerResult:
-    with start_push_consumer(namesrv, group, topic, count, **kw) as peer:
-        return peer.finish()
-
-
-def pull_consume(
-    namesrv: str,
-    group: str,
-    topic: str,
-    *,
-    count: int = 0,
-    expression: str = "*",
-    properties: Sequence[str] = (),
-    extra: Sequence[str] = (),
-    timeout: float = 30.0,
-) -> PeerResult:
-    """Pulls every queue of ``topic`` from offset 0 until each says NO_NEW_MSG (or ``count`` messages)."""
-    args = _consume_args(group, topic, expression, properties, ["--count", str(count), *extra])
-    return run_peer("pull-consume", args, namesrv=namesrv, timeout=timeout)
-
-
 # --------------------------------------------------------------------------------------------- availability
 
 
@@ -624,26 +535,167 @@ def binding_unavailable_reason(timeout: float = 60.0) -> str | None:
     return f"{BINDING_DIST}=={BINDING_VERSION} is installed but its native library does not load: {detail}"
 
 
-class CppClient:
-    """What the ``cpp_client`` fixture hands a test: the peer commands, plus a check that none is left.
+# ------------------------------------------------------------------------------------------------ clients
 
-    Every method starts its own peer process; ``close`` kills whatever is still running from this client
-    and reports any pid still alive.
+
+def _consume_args(
+    group: str, topic: str, expression: str, properties: Sequence[str], extra: Sequence[str]
+) -> list[str]:
+    args = ["--group", group, "--topic", topic, "--expression", expression]
+    for name in properties:
+        args += ["--property", name]
+    return [*args, *extra]
+
+
+class PeerClient:
+    """One peer program speaking this protocol, as tests use it; every method starts its own process.
+
+    ``program`` is the peer's argv before the command (None: the C++ peer, ``python -m ...peer``); the Java
+    and Go peers speak the same protocol from another program. ``close`` kills whatever is still running
+    from this client and reports any pid still alive.
     """
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        name: str = "cpp peer",
+        program: Sequence[str] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.name = name
+        self.program = list(program) if program is not None else None
+        self.env = dict(env) if env is not None else None
         self._mark = len(started_pids())
 
-    send = staticmethod(send)
-    send_sync = staticmethod(send_sync)
-    send_oneway = staticmethod(send_oneway)
-    send_orderly = staticmethod(send_orderly)
-    send_batch = staticmethod(send_batch)
-    push_consume = staticmethod(push_consume)
-    start_push_consumer = staticmethod(start_push_consumer)
-    pull_consume = staticmethod(pull_consume)
-    run = staticmethod(run_peer)
     message = staticmethod(message)
+
+    def process(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        namesrv: str | None = None,
+        stdin: str | bytes | None = None,
+        timeout: float = 30.0,
+        log_dir: Path | None = None,
+    ) -> PeerProcess:
+        """A peer not started yet (``start()`` it, or use it as a context manager)."""
+        return PeerProcess(
+            command,
+            args,
+            namesrv=namesrv,
+            stdin=stdin,
+            timeout=timeout,
+            log_dir=log_dir,
+            env=self.env,
+            program=self.program,
+            name=self.name,
+        )
+
+    def run(
+        self,
+        command: str,
+        args: Sequence[str] = (),
+        *,
+        namesrv: str | None = None,
+        stdin: str | bytes | None = None,
+        timeout: float = 30.0,
+        log_dir: Path | None = None,
+    ) -> PeerResult:
+        """Runs one command to the end and returns its result (never raises for a failed run)."""
+        peer = self.process(command, args, namesrv=namesrv, stdin=stdin, timeout=timeout, log_dir=log_dir)
+        with peer:
+            return peer.finish()
+
+    def send(
+        self,
+        command: str,
+        namesrv: str,
+        topic: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        group: str | None = None,
+        extra: Sequence[str] = (),
+        timeout: float = 30.0,
+    ) -> PeerResult:
+        """``send-sync`` / ``send-oneway`` / ``send-orderly`` / ``send-batch`` (the Java and Go peers also
+        ``send-async`` and ``send-transaction``) of ``messages`` (specs from :func:`message`), in order,
+        through one producer."""
+        args = ["--topic", topic, "--spec", "-"]
+        if group is not None:
+            args += ["--group", group]
+        stdin = json.dumps(list(messages))
+        return self.run(command, [*args, *extra], namesrv=namesrv, stdin=stdin, timeout=timeout)
+
+    def send_sync(
+        self, namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], **kw: Any
+    ) -> PeerResult:
+        return self.send("send-sync", namesrv, topic, messages, **kw)
+
+    def send_oneway(
+        self, namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], **kw: Any
+    ) -> PeerResult:
+        return self.send("send-oneway", namesrv, topic, messages, **kw)
+
+    def send_orderly(
+        self,
+        namesrv: str,
+        topic: str,
+        messages: Sequence[Mapping[str, Any]],
+        sharding_key: int = 0,
+        **kw: Any,
+    ) -> PeerResult:
+        """Orderly sends: each message goes to queue ``sharding_key % queue count`` (a spec's own
+        ``sharding_key`` wins)."""
+        extra = ["--sharding-key", str(sharding_key), *kw.pop("extra", ())]
+        return self.send("send-orderly", namesrv, topic, messages, extra=extra, **kw)
+
+    def send_batch(
+        self,
+        namesrv: str,
+        topic: str,
+        messages: Sequence[Mapping[str, Any]],
+        batch_size: int = 0,
+        **kw: Any,
+    ) -> PeerResult:
+        extra = ["--batch-size", str(batch_size), *kw.pop("extra", ())]
+        return self.send("send-batch", namesrv, topic, messages, extra=extra, **kw)
+
+    def start_push_consumer(
+        self,
+        namesrv: str,
+        group: str,
+        topic: str,
+        count: int,
+        *,
+        expression: str = "*",
+        properties: Sequence[str] = (),
+        extra: Sequence[str] = (),
+        timeout: float = 60.0,
+        log_dir: Path | None = None,
+    ) -> PeerProcess:
+        """A push consumer in the background: ``wait_for("ready")``, produce, then ``finish()``."""
+        args = _consume_args(group, topic, expression, properties, ["--count", str(count), *extra])
+        return self.process("push-consume", args, namesrv=namesrv, timeout=timeout, log_dir=log_dir).start()
+
+    def push_consume(self, namesrv: str, group: str, topic: str, count: int, **kw: Any) -> PeerResult:
+        with self.start_push_consumer(namesrv, group, topic, count, **kw) as peer:
+            return peer.finish()
+
+    def pull_consume(
+        self,
+        namesrv: str,
+        group: str,
+        topic: str,
+        *,
+        count: int = 0,
+        expression: str = "*",
+        properties: Sequence[str] = (),
+        extra: Sequence[str] = (),
+        timeout: float = 30.0,
+    ) -> PeerResult:
+        """Pulls every queue of ``topic`` from offset 0 until each says NO_NEW_MSG (or ``count`` messages)."""
+        args = _consume_args(group, topic, expression, properties, ["--count", str(count), *extra])
+        return self.run("pull-consume", args, namesrv=namesrv, timeout=timeout)
 
     def pids(self) -> list[int]:
         """Pids of the peers started since this client was made."""
@@ -652,3 +704,10 @@ class CppClient:
     def close(self) -> list[int]:
         """Kills this client's unfinished peers; returns the pids that are somehow still alive."""
         return kill_all(self._mark)
+
+
+class CppClient(PeerClient):
+    """Apache's C++ client: ``peer.py`` over PyPI's ``rocketmq`` 0.4.4."""
+
+    def __init__(self) -> None:
+        super().__init__("cpp peer")
