@@ -27,6 +27,7 @@ from admin.models import (
 from admin.rpc import AdminRpc
 from producer.namesrv import parse_namesrv_list
 from rocketmq_wire.bodies import ClusterInfo, TopicRouteData
+from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
@@ -52,6 +53,7 @@ class Admin:
         security_token: str | None = None,
         timeout_ms: float = DEFAULT_TIMEOUT_MS,
         ssl: ssl_module.SSLContext | None = None,
+        serialize_type: SerializeType = SerializeType.JSON,
     ) -> None:
         try:
             self.namesrv_addresses = parse_namesrv_list(
@@ -61,7 +63,7 @@ class Admin:
             raise AdminError(str(exc)) from None
         if timeout_ms <= 0:
             raise AdminError("timeout_ms must be positive")
-        self._settings = (access_key, secret_key, security_token, timeout_ms, ssl)
+        self._settings = (access_key, secret_key, security_token, timeout_ms, ssl, serialize_type)
         self._rpc: AdminRpc | None = None
         self._closed = False
 
@@ -81,7 +83,7 @@ class Admin:
         if self._closed:
             raise AdminError("this admin client was closed; create a new one")
         if self._rpc is None:
-            access_key, secret_key, token, timeout_ms, ssl = self._settings
+            access_key, secret_key, token, timeout_ms, ssl, serialize_type = self._settings
             try:
                 self._rpc = AdminRpc(
                     self.namesrv_addresses,
@@ -90,6 +92,7 @@ class Admin:
                     secret_key=secret_key,
                     security_token=token,
                     ssl=ssl,
+                    serialize_type=serialize_type,
                 )
             except ValueError as exc:
                 raise AdminError(str(exc)) from None

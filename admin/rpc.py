@@ -19,7 +19,7 @@ from producer.errors import NoRouteError, ProducerError
 from producer.namesrv import NameServerClient
 from producer.rpc import ProducerRpc
 from rocketmq_wire.bodies.route import TopicRouteData
-from rocketmq_wire.codes import ResponseCode
+from rocketmq_wire.codes import ResponseCode, SerializeType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.transport import RemotingClient, RemotingError
 
@@ -46,6 +46,7 @@ class AdminRpc:
         security_token: str | None = None,
         ssl: ssl_module.SSLContext | None = None,
         rng: random.Random | None = None,
+        serialize_type: SerializeType = SerializeType.JSON,
     ) -> None:
         if (access_key is None) != (secret_key is None):
             raise ValueError("access_key and secret_key go together")
@@ -57,6 +58,7 @@ class AdminRpc:
             security_token=security_token,
             ssl=ssl,
             namesrv_timeout_ms=timeout_ms,
+            serialize_type=serialize_type,
         )
         self.client = RemotingClient(ssl=ssl)
         self._rpc = ProducerRpc(self.client, config)

@@ -2,7 +2,8 @@
 printing (rich tables for people, ``--json`` for scripts).
 
 The NameServer comes from ``--namesrv``/``-n``, else ``NAMESRV_ADDR`` (as for Apache's tools); there is no
-silent default, because talking to a wrong cluster is worse than being told to name one.
+silent default, because talking to a wrong cluster is worse than being told to name one. Request headers are
+JSON unless ``ROCKETMQ_SERIALIZE_TYPE=ROCKETMQ``, the variable Apache's mqadmin and clients read too.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import dataclasses
 import enum
 import json
 import logging
+import os
 import sys
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
@@ -22,11 +24,13 @@ from rich.console import Console
 from admin import Admin, AdminError
 from cli.errors import CliError
 from producer.errors import ProducerError
+from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.transport import RemotingError
 
 T = TypeVar("T")
 
 NAMESRV_ENV = "NAMESRV_ADDR"
+SERIALIZE_ENV = "ROCKETMQ_SERIALIZE_TYPE"
 
 Namesrv = Annotated[
     str | None,
@@ -54,11 +58,27 @@ class Target:
     access_key: str | None = None
     secret_key: str | None = None
     timeout_ms: float = 3000
+    serialize_type: SerializeType = SerializeType.JSON
 
     def admin(self) -> Admin:
         return Admin(
-            self.namesrv, access_key=self.access_key, secret_key=self.secret_key, timeout_ms=self.timeout_ms
+            self.namesrv,
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            timeout_ms=self.timeout_ms,
+            serialize_type=self.serialize_type,
         )
+
+
+def serialize_type_from_env() -> SerializeType:
+    """``ROCKETMQ_SERIALIZE_TYPE`` (JSON or ROCKETMQ, any case); unset or empty means JSON."""
+    value = os.environ.get(SERIALIZE_ENV, "").strip().upper()
+    if not value:
+        return SerializeType.JSON
+    try:
+        return SerializeType[value]
+    except KeyError:
+        raise CliError(f"{SERIALIZE_ENV}={value!r}: choose JSON or ROCKETMQ") from None
 
 
 def target(
@@ -75,7 +95,7 @@ def target(
         )
     if (access_key is None) != (secret_key is None):
         raise CliError("--access-key and --secret-key go together")
-    return Target(namesrv.strip(), access_key, secret_key, timeout_ms)
+    return Target(namesrv.strip(), access_key, secret_key, timeout_ms, serialize_type_from_env())
 
 
 def quiet_logging() -> None:

@@ -128,7 +128,9 @@ async def run_consume(
         auto_commit=False,
         access_key=where.access_key,
         secret_key=where.secret_key,
-        config=ConsumerConfig(strict_consume_from=True, request_timeout_ms=where.timeout_ms),
+        config=ConsumerConfig(
+            strict_consume_from=True, request_timeout_ms=where.timeout_ms, serialize_type=where.serialize_type
+        ),
     )
     consumer.subscribe(topic, expression)
     printed = 0

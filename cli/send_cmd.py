@@ -190,7 +190,13 @@ async def _send(
     concurrency: int,
     show_progress: bool,
 ) -> tuple[_Sender, SendSummary]:
-    producer = Producer(group, where.namesrv, access_key=where.access_key, secret_key=where.secret_key)
+    producer = Producer(
+        group,
+        where.namesrv,
+        access_key=where.access_key,
+        secret_key=where.secret_key,
+        serialize_type=where.serialize_type,
+    )
     async with producer:
         sender = _Sender(producer, message, oneway=oneway, batch_size=batch_size)
         if not show_progress:

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 import pytest
 
 from admin import Admin, AdminError, RequestRefusedError, UnreachableError
-from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketmq_wire.acl import ACCESS_KEY, verify
 from rocketmq_wire.bodies import BrokerData, ProducerConnection, QueueData, TopicList, TopicRouteData
 from rocketmq_wire.bodies.consumer import Connection as ConnectionBody
@@ -127,3 +127,17 @@ async def test_admin_needs_a_namesrv_and_a_start() -> None:
     admin = Admin("127.0.0.1:9876")
     with pytest.raises(AdminError, match="not started"):
         await admin.topic_list()
+
+
+async def test_header_serialization_is_the_callers_choice(stand_in: StandIn) -> None:
+    async with Admin(stand_in.server.address) as admin:
+        await admin.topic_route("T")
+    async with Admin(stand_in.server.address, serialize_type=SerializeType.ROCKETMQ) as admin:
+        route = await admin.topic_route("T")
+        assert await admin.topic_list() == ["A", "B"]
+    assert [q.broker_name for q in route.queue_datas] == ["b"]
+    assert [r.serialize_type for r in stand_in.requests] == [
+        SerializeType.JSON,
+        SerializeType.ROCKETMQ,
+        SerializeType.ROCKETMQ,
+    ]

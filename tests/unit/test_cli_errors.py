@@ -9,10 +9,12 @@ import socket
 import pytest
 from typer.testing import CliRunner, Result
 
+from cli.common import target
 from cli.consumer_cmds import parse_when
 from cli.errors import CliError
 from cli.main import app
 from cli.send_cmd import build_message, parse_properties
+from rocketmq_wire import SerializeType
 
 
 def _dead_namesrv() -> str:
@@ -105,3 +107,21 @@ def test_reset_times() -> None:
     assert parse_when("now") == -1
     assert parse_when("1700000000000") == 1_700_000_000_000
     assert parse_when("2024-01-01T00:00:00+00:00") == 1_704_067_200_000
+
+
+def test_an_unknown_serialization_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ROCKETMQ_SERIALIZE_TYPE", "protobuf")
+    line = _one_error_line(_run("route", "T", "-n", _dead_namesrv()), 1)
+    assert "ROCKETMQ_SERIALIZE_TYPE='PROTOBUF': choose JSON or ROCKETMQ" in line
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"),
+    [("", SerializeType.JSON), ("json", SerializeType.JSON), (" RocketMQ ", SerializeType.ROCKETMQ)],
+)
+def test_serialization_comes_from_apaches_variable(
+    monkeypatch: pytest.MonkeyPatch, value: str, expected: SerializeType
+) -> None:
+    monkeypatch.setenv("ROCKETMQ_SERIALIZE_TYPE", value)
+    assert target("127.0.0.1:9876").serialize_type is expected
+    assert target("127.0.0.1:9876").admin()._settings[-1] is expected
