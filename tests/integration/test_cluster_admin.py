@@ -27,20 +27,19 @@ def queue_counts(route: TopicRouteData) -> list[tuple[str | None, int | None, in
 
 async def test_brokers_and_broker_config(cluster: Cluster) -> None:
     async with Admin(cluster.namesrv) as admin:
-        [master] = await admin.brokers(cluster.cluster_name, masters_only=True)
+        masters = await admin.brokers(cluster.cluster_name, masters_only=True)
         info = await admin.cluster_info()
-        config = await admin.broker_config(master.addr)
-    assert (master.cluster, master.broker_name, master.broker_id) == (
-        cluster.cluster_name,
-        cluster.broker_name,
-        0,
+        configs = {master.addr: await admin.broker_config(master.addr) for master in masters}
+    assert sorted((m.cluster, m.broker_name, m.broker_id, m.addr) for m in masters) == sorted(
+        (cluster.cluster_name, b.name, 0, b.addr) for b in cluster.brokers
     )
-    assert master.addr == cluster.broker_addr
-    assert cluster.broker_name in info.cluster_addr_table[cluster.cluster_name]
-    assert config["brokerName"] == cluster.broker_name
-    assert config["brokerClusterName"] == cluster.cluster_name
-    assert config["listenPort"] == cluster.broker_addr.rsplit(":", 1)[1]
-    assert config["autoCreateTopicEnable"] == "true"
+    assert set(info.cluster_addr_table[cluster.cluster_name]) == cluster.broker_names
+    for broker in cluster.brokers:
+        config = configs[broker.addr]
+        assert config["brokerName"] == broker.name
+        assert config["brokerClusterName"] == cluster.cluster_name
+        assert config["listenPort"] == broker.addr.rsplit(":", 1)[1]
+        assert config["autoCreateTopicEnable"] == "true"
 
 
 async def test_create_send_status_delete_topic(cluster: Cluster) -> None:
@@ -49,15 +48,15 @@ async def test_create_send_status_delete_topic(cluster: Cluster) -> None:
         written = await admin.create_topic(
             topic, cluster=cluster.cluster_name, read_queue_nums=6, write_queue_nums=6
         )
-        assert written == [cluster.broker_addr]
+        assert sorted(written) == sorted(cluster.broker_addrs)
         route = await eventually(
             lambda: admin.topic_route(topic),
-            lambda r: queue_counts(r) == [(cluster.broker_name, 6, 6)],
+            lambda r: sorted(queue_counts(r)) == sorted((b.name, 6, 6) for b in cluster.brokers),
             timeout_s=CONVERGE_S,
             what=f"route of {topic} with 6 queues",
             retry_on=(TopicNotFoundError,),
         )
-        assert [b.master_addr() for b in route.broker_datas] == [cluster.broker_addr]
+        assert sorted(b.master_addr() or "" for b in route.broker_datas) == sorted(cluster.broker_addrs)
         assert topic in await admin.topic_list()
 
         async with Producer(unique_name("pg"), cluster.namesrv) as producer:
@@ -70,11 +69,11 @@ async def test_create_send_status_delete_topic(cluster: Cluster) -> None:
         status = await eventually(
             lambda: admin.topic_status(topic), counted, timeout_s=CONVERGE_S, what=f"12 messages in {topic}"
         )
-        assert sorted(q.queue_id for q in status.queues) == list(range(6))
-        assert {q.broker_name for q in status.queues} == {cluster.broker_name}
+        assert sorted(q.queue_id for q in status.queues) == sorted(list(range(6)) * len(cluster.brokers))
+        assert {q.broker_name for q in status.queues} == cluster.broker_names
 
         deleted = await admin.delete_topic(topic, cluster=cluster.cluster_name)
-        assert deleted.topic == topic and deleted.brokers == (cluster.broker_addr,)
+        assert deleted.topic == topic and sorted(deleted.brokers) == sorted(cluster.broker_addrs)
         assert deleted.namesrvs == (cluster.namesrv,)
         with pytest.raises(TopicNotFoundError):
             await admin.topic_route(topic)

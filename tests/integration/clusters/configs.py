@@ -26,12 +26,13 @@ def broker_properties(
     namesrv_addr: str,
     store_dir: str | None,
     broker_ip: str = "127.0.0.1",
+    broker_name: str = BROKER_NAME,
     extra: Mapping[str, str] | None = None,
 ) -> dict[str, str]:
     """The settings of the one broker of a test cluster; ``store_dir`` None keeps the broker's default."""
     settings = {
         "brokerClusterName": CLUSTER_NAME,
-        "brokerName": BROKER_NAME,
+        "brokerName": broker_name,
         "brokerId": "0",
         "brokerRole": "ASYNC_MASTER",
         "flushDiskType": "ASYNC_FLUSH",

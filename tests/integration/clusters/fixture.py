@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.integration.apache.cache import REQUIRE_ENV, peers_required
 from tests.integration.clusters.model import Cluster, ProviderUnavailable
 from tests.integration.clusters.providers import ProviderSpec, provider_specs, start_cluster
 
@@ -33,16 +34,23 @@ KEPT_LOGS: list[Path] = []
 START_TIMES: dict[str, float] = {}
 
 
+def skip_or_fail(reason: str) -> None:
+    """Skip with ``reason``; fail instead where every peer is required (``ROCKETMQ_REQUIRE_PEERS``, CI)."""
+    if peers_required():
+        pytest.fail(f"{reason} ({REQUIRE_ENV} is set: every peer must run here)")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session", params=PROVIDERS, ids=[spec.id for spec in PROVIDERS])
 def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    """A NameServer with one broker registered, from the provider named in the test id.
+    """A NameServer with its brokers registered, from the provider named in the test id.
 
     Skips, with the missing thing as the reason, when the provider cannot run here.
     """
     spec: ProviderSpec = request.param
     reason = spec.unavailable()
     if reason is not None:
-        pytest.skip(reason)
+        skip_or_fail(reason)
     # Not pytest's tmp_path_factory: it keeps only the last few runs' folders, and logs kept after a failure
     # must outlive the next runs.
     root = Path(tempfile.mkdtemp(prefix=f"rmq-cluster-{spec.id}-"))
@@ -52,7 +60,7 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         running, launch = start_cluster(spec, root / "work", root / "logs")
     except ProviderUnavailable as exc:
         shutil.rmtree(root, ignore_errors=True)
-        pytest.skip(str(exc))
+        skip_or_fail(str(exc))
     except BaseException:
         KEPT_LOGS.append(root / "logs")
         raise

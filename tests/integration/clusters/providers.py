@@ -2,40 +2,60 @@
 
 Families, selected by ``ROCKETMQ_PROVIDERS=python,binaries,docker,mixed`` (unset: all of them):
 
-* ``python`` -- the project's NameServer and Broker (always available);
-* ``binaries`` -- Apache's NameServer and Broker from ``ROCKETMQ_HOME`` (one id per distribution);
-* ``docker`` -- Apache's images, one id per image of ``ROCKETMQ_DOCKER_IMAGES``;
-* ``mixed`` -- an Apache broker registered to the project's NameServer and the project's broker registered
-  to an Apache NameServer (binaries), and the project's broker registered to an Apache NameServer in Docker.
-  An Apache broker *in Docker* on the project's NameServer is not offered: the container would have to
-  reach a NameServer bound to this host's loopback.
+* ``python`` -- the project's NameServer and Broker;
+* ``binaries`` -- Apache's NameServer and Broker, ``java -cp`` on jars Maven resolved from Maven Central, one
+  id per release of :func:`~tests.integration.apache.releases.releases`;
+* ``docker`` -- the same servers in containers of an image built here from those jars (testcontainers);
+* ``mixed`` -- per full release: an Apache broker on the project's NameServer, the project's broker on an
+  Apache NameServer, one cluster holding an Apache broker and the project's broker (both serving every
+  topic created cluster-wide), and the project's broker on an Apache NameServer in Docker.
 
-A family that cannot run here still yields one provider whose ``unavailable`` says why, so every scenario
-shows up as skipped with that reason rather than silently missing.
+A provider that cannot run here (no Java, no Maven, no route to Maven Central, no Docker engine) skips every
+scenario with that reason -- or fails them when ``ROCKETMQ_REQUIRE_PEERS`` is set, as CI does.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import functools
 import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.integration.clusters import apache_binaries, apache_docker, python_servers
-from tests.integration.clusters.apache_binaries import ApacheInstall
+from tests.integration.apache import jvm, maven, servers
+from tests.integration.apache.releases import ApacheRelease, full_releases, releases
+from tests.integration.clusters import apache_docker, python_servers
 from tests.integration.clusters.launch import Launch, NamesrvEndpoint
-from tests.integration.clusters.model import BROKER_NAME, CLUSTER_NAME, Cluster, ProviderUnavailable
+from tests.integration.clusters.model import (
+    BROKER_NAME,
+    CLUSTER_NAME,
+    SECOND_BROKER_NAME,
+    BrokerEndpoint,
+    Cluster,
+    ProviderUnavailable,
+)
 from tests.integration.clusters.probe import wait_for_broker_sync
 
 log = logging.getLogger("tests.clusters.providers")
 
 PROVIDERS_ENV = "ROCKETMQ_PROVIDERS"
 FAMILIES = ("python", "binaries", "docker", "mixed")
+#: Seconds from the servers' start until the NameServer must list the brokers.
+PYTHON_REGISTER_S = 20.0
+JAVA_REGISTER_S = 120.0
 
-#: ``start(launch)`` starts a NameServer and a broker registered to it; returns the NameServer's endpoint
-#: and what the broker is ("python" or an Apache version).
-Starter = Callable[[Launch], tuple[NamesrvEndpoint, str]]
+
+@dataclasses.dataclass(frozen=True)
+class Started:
+    """What a starter brought up: the NameServer, and each broker's name and kind ("python" or a version)."""
+
+    namesrv: NamesrvEndpoint
+    brokers: tuple[tuple[str, str], ...]
+
+
+#: ``start(launch)`` starts a NameServer and its brokers.
+Starter = Callable[[Launch], Started]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -43,10 +63,12 @@ class ProviderSpec:
     id: str
     family: str
     start: Starter
-    #: Seconds from the servers' start until the broker must be listed by the NameServer.
     register_timeout_s: float
-    #: Why it cannot run here, or None; computed when the fixture first needs it (a Docker ping is slow).
+    #: Why it cannot run here, or None; computed when the fixture first needs it (resolving jars and
+    #: pinging Docker take time).
     unavailable: Callable[[], str | None] = lambda: None
+    #: The Apache release involved, if any (the matrix tests pick their Java client by it).
+    release: ApacheRelease | None = None
 
 
 def selected_families() -> list[str]:
@@ -58,165 +80,181 @@ def selected_families() -> list[str]:
     return chosen or list(FAMILIES)
 
 
-def _because(reason: str) -> Callable[[], str | None]:
-    return lambda: reason
+def java_unavailable(release: ApacheRelease) -> str | None:
+    """None when Java runs and Maven resolved the release's servers, else what is missing."""
+    try:
+        jvm.java_major(jvm.java_home())
+        maven.classpath("servers", release.version)
+    except ProviderUnavailable as exc:
+        return str(exc)
+    return None
 
 
-def _unavailable(reason: str) -> Starter:
-    def start(launch: Launch) -> tuple[NamesrvEndpoint, str]:
-        raise ProviderUnavailable(reason)
+def _either(*checks: Callable[[], str | None]) -> Callable[[], str | None]:
+    def unavailable() -> str | None:
+        for check in checks:
+            reason = check()
+            if reason is not None:
+                return reason
+        return None
 
-    return start
+    return unavailable
 
 
-def _python(launch: Launch) -> tuple[NamesrvEndpoint, str]:
+def _profile(release: ApacheRelease) -> str:
+    """The Apache NameServer the project's NameServer answers as, next to a broker of ``release``."""
+    return "4.9.8" if release.major == 4 else "5.3.3"
+
+
+def _python(launch: Launch) -> Started:
     namesrv = python_servers.start_namesrv(launch)
     python_servers.start_broker(launch, namesrv.addr)
-    return namesrv, "python"
+    return Started(namesrv, ((BROKER_NAME, "python"),))
 
 
-def _binaries(install: ApacheInstall) -> Starter:
-    def start(launch: Launch) -> tuple[NamesrvEndpoint, str]:
-        namesrv = apache_binaries.start_namesrv(launch, install)
-        apache_binaries.start_broker(launch, install, namesrv.addr)
-        return namesrv, install.version
-
-    return start
-
-
-def _apache_broker_on_python_namesrv(install: ApacheInstall) -> Starter:
-    # The project's NameServer answers as the Apache NameServer of the broker's generation would.
-    profile = "4.9.8" if install.version.startswith("4.") else "5.3.3"
-
-    def start(launch: Launch) -> tuple[NamesrvEndpoint, str]:
-        namesrv = python_servers.start_namesrv(launch, profile)
-        apache_binaries.start_broker(launch, install, namesrv.addr)
-        return namesrv, install.version
+def _binaries(release: ApacheRelease) -> Starter:
+    def start(launch: Launch) -> Started:
+        namesrv = servers.start_namesrv(launch, release)
+        servers.start_broker(launch, release, namesrv.addr)
+        return Started(namesrv, ((BROKER_NAME, release.version),))
 
     return start
 
 
-def _python_broker_on_apache_namesrv(install: ApacheInstall) -> Starter:
-    def start(launch: Launch) -> tuple[NamesrvEndpoint, str]:
-        namesrv = apache_binaries.start_namesrv(launch, install)
+def _apache_broker_on_python_namesrv(release: ApacheRelease) -> Starter:
+    def start(launch: Launch) -> Started:
+        namesrv = python_servers.start_namesrv(launch, _profile(release))
+        servers.start_broker(launch, release, namesrv.addr)
+        return Started(namesrv, ((BROKER_NAME, release.version),))
+
+    return start
+
+
+def _python_broker_on_apache_namesrv(release: ApacheRelease) -> Starter:
+    def start(launch: Launch) -> Started:
+        namesrv = servers.start_namesrv(launch, release)
         python_servers.start_broker(launch, namesrv.addr)
-        return namesrv, "python"
+        return Started(namesrv, ((BROKER_NAME, "python"),))
 
     return start
 
 
-def _docker(image: str) -> Starter:
-    def start(launch: Launch) -> tuple[NamesrvEndpoint, str]:
-        namesrv = apache_docker.start_namesrv(launch, image)
-        apache_docker.start_broker(launch, image, namesrv)
-        return namesrv, apache_docker.image_version(image)
+def _apache_and_python_brokers(release: ApacheRelease) -> Starter:
+    """One cluster, two masters: Apache's (``it-broker-a``) and the project's (``it-broker-b``), on an Apache
+    NameServer; a topic created on the cluster lives on both, so clients spread over them."""
+
+    def start(launch: Launch) -> Started:
+        namesrv = servers.start_namesrv(launch, release)
+        servers.start_broker(launch, release, namesrv.addr)
+        python_servers.start_broker(launch, namesrv.addr, broker_name=SECOND_BROKER_NAME)
+        return Started(namesrv, ((BROKER_NAME, release.version), (SECOND_BROKER_NAME, "python")))
 
     return start
 
 
-def _python_broker_on_docker_namesrv(image: str) -> Starter:
-    def start(launch: Launch) -> tuple[NamesrvEndpoint, str]:
-        namesrv = apache_docker.start_namesrv(launch, image)
+def _docker(release: ApacheRelease) -> Starter:
+    def start(launch: Launch) -> Started:
+        namesrv = apache_docker.start_namesrv(launch, release)
+        apache_docker.start_broker(launch, release, namesrv.addr)
+        return Started(namesrv, ((BROKER_NAME, release.version),))
+
+    return start
+
+
+def _python_broker_on_docker_namesrv(release: ApacheRelease) -> Starter:
+    def start(launch: Launch) -> Started:
+        namesrv = apache_docker.start_namesrv(launch, release)
         python_servers.start_broker(launch, namesrv.addr)
-        return namesrv, "python"
+        return Started(namesrv, ((BROKER_NAME, "python"),))
 
     return start
-
-
-def _installs() -> list[ApacheInstall | tuple[Path, str]]:
-    """Each ``ROCKETMQ_HOME`` entry inspected: the install, or (home, what is missing)."""
-    found: list[ApacheInstall | tuple[Path, str]] = []
-    for home in apache_binaries.homes():
-        try:
-            found.append(apache_binaries.inspect_install(home))
-        except ProviderUnavailable as exc:
-            found.append((home, str(exc)))
-    return found
 
 
 def provider_specs() -> list[ProviderSpec]:
     """Every provider of the selected families, available or not (the unavailable ones skip)."""
     families = selected_families()
-    installs = _installs() if {"binaries", "mixed"} & set(families) else []
-    images = apache_docker.images()
     specs: list[ProviderSpec] = []
-    java_s = apache_binaries.BOOT_TIMEOUT_S
-    docker_s = float(apache_docker.BOOT_TIMEOUT_S)
     if "python" in families:
-        specs.append(ProviderSpec("python", "python", _python, 20.0))
+        specs.append(ProviderSpec("python", "python", _python, PYTHON_REGISTER_S))
     if "binaries" in families:
-        if not installs:
-            reason = f"{apache_binaries.HOME_ENV} not set"
-            specs.append(ProviderSpec("binaries", "binaries", _unavailable(reason), 0, _because(reason)))
-        for entry in installs:
-            if isinstance(entry, ApacheInstall):
-                specs.append(ProviderSpec(f"binaries-{entry.version}", "binaries", _binaries(entry), java_s))
-            else:
-                home, why = entry
-                specs.append(
-                    ProviderSpec(f"binaries-{home.name}", "binaries", _unavailable(why), 0, _because(why))
-                )
-    if "docker" in families:
-        for image in images:
+        for release in releases():
             specs.append(
                 ProviderSpec(
-                    f"docker-{apache_docker.image_version(image)}",
+                    f"binaries-{release.version}",
+                    "binaries",
+                    _binaries(release),
+                    JAVA_REGISTER_S,
+                    functools.partial(java_unavailable, release),
+                    release,
+                )
+            )
+    if "docker" in families:
+        for release in full_releases():
+            specs.append(
+                ProviderSpec(
+                    f"docker-{release.version}",
                     "docker",
-                    _docker(image),
-                    docker_s,
-                    apache_docker.engine_unavailable,
+                    _docker(release),
+                    JAVA_REGISTER_S,
+                    _either(apache_docker.engine_unavailable, functools.partial(java_unavailable, release)),
+                    release,
                 )
             )
     if "mixed" in families:
-        if not installs:
-            reason = f"{apache_binaries.HOME_ENV} not set"
-            specs.append(ProviderSpec("mixed-binaries", "mixed", _unavailable(reason), 0, _because(reason)))
-        for entry in installs:
-            if isinstance(entry, ApacheInstall):
-                version = entry.version
-                specs += [
-                    ProviderSpec(
-                        f"mixed-apache-{version}-broker-on-python-namesrv",
-                        "mixed",
-                        _apache_broker_on_python_namesrv(entry),
-                        java_s,
-                    ),
-                    ProviderSpec(
-                        f"mixed-python-broker-on-apache-{version}-namesrv",
-                        "mixed",
-                        _python_broker_on_apache_namesrv(entry),
-                        java_s,
-                    ),
-                ]
-            else:
-                home, why = entry
-                specs.append(
-                    ProviderSpec(f"mixed-binaries-{home.name}", "mixed", _unavailable(why), 0, _because(why))
-                )
-        for image in images:
-            specs.append(
+        for release in full_releases():
+            java = functools.partial(java_unavailable, release)
+            v = release.version
+            specs += [
                 ProviderSpec(
-                    f"mixed-python-broker-on-docker-{apache_docker.image_version(image)}-namesrv",
+                    f"mixed-apache-{v}-broker-on-python-namesrv",
                     "mixed",
-                    _python_broker_on_docker_namesrv(image),
-                    docker_s,
-                    apache_docker.engine_unavailable,
-                )
-            )
+                    _apache_broker_on_python_namesrv(release),
+                    JAVA_REGISTER_S,
+                    java,
+                    release,
+                ),
+                ProviderSpec(
+                    f"mixed-python-broker-on-apache-{v}-namesrv",
+                    "mixed",
+                    _python_broker_on_apache_namesrv(release),
+                    JAVA_REGISTER_S,
+                    java,
+                    release,
+                ),
+                ProviderSpec(
+                    f"mixed-apache-{v}-and-python-brokers",
+                    "mixed",
+                    _apache_and_python_brokers(release),
+                    JAVA_REGISTER_S,
+                    java,
+                    release,
+                ),
+                ProviderSpec(
+                    f"mixed-python-broker-on-docker-{v}-namesrv",
+                    "mixed",
+                    _python_broker_on_docker_namesrv(release),
+                    JAVA_REGISTER_S,
+                    _either(apache_docker.engine_unavailable, java),
+                    release,
+                ),
+            ]
     return specs
 
 
 def start_cluster(spec: ProviderSpec, work_dir: Path, logs_dir: Path) -> tuple[Cluster, Launch]:
-    """Start ``spec``'s servers and wait until the NameServer lists the broker; on any failure everything
+    """Start ``spec``'s servers and wait until the NameServer lists every broker; on any failure everything
     started so far is stopped before the error propagates."""
     work_dir.mkdir(parents=True, exist_ok=True)
     logs_dir.mkdir(parents=True, exist_ok=True)
     launch = Launch(work_dir, logs_dir)
     try:
-        namesrv, broker_version = spec.start(launch)
-        data = wait_for_broker_sync(
-            namesrv.addr, CLUSTER_NAME, BROKER_NAME, spec.register_timeout_s, launch.check_alive
-        )
+        started = spec.start(launch)
+        brokers = []
+        for name, kind in started.brokers:
+            data = wait_for_broker_sync(
+                started.namesrv.addr, CLUSTER_NAME, name, spec.register_timeout_s, launch.check_alive
+            )
+            brokers.append(BrokerEndpoint(name, data.broker_addrs[0], kind))
     except BaseException:
         leftovers = launch.stop()
         if leftovers:
@@ -224,12 +262,11 @@ def start_cluster(spec: ProviderSpec, work_dir: Path, logs_dir: Path) -> tuple[C
         raise
     cluster = Cluster(
         provider=spec.id,
-        version=broker_version,
-        namesrv_version=namesrv.version,
-        namesrv=namesrv.addr,
-        broker_addrs=tuple(addr for _, addr in sorted(data.broker_addrs.items())),
+        version=brokers[0].kind,
+        namesrv_version=started.namesrv.version,
+        namesrv=started.namesrv.addr,
+        brokers=tuple(brokers),
         cluster_name=CLUSTER_NAME,
-        broker_name=BROKER_NAME,
         logs_dir=logs_dir,
     )
     return cluster, launch

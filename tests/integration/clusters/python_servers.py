@@ -12,8 +12,9 @@ from pathlib import Path
 
 from tests.integration.clusters import configs
 from tests.integration.clusters.launch import Launch, NamesrvEndpoint
+from tests.integration.clusters.model import BROKER_NAME
 from tests.integration.clusters.probe import wait_for_namesrv_sync
-from tests.integration.clusters.processes import free_port
+from tests.integration.clusters.processes import ManagedProcess, free_port
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 #: The Apache NameServer whose answers the project's NameServer reproduces (unless a mixed set-up pairs it
@@ -52,7 +53,9 @@ def start_namesrv(launch: Launch, profile: str = NAMESRV_PROFILE) -> NamesrvEndp
     return NamesrvEndpoint(addr, "python")
 
 
-def start_broker(launch: Launch, namesrv_addr: str) -> None:
+def start_broker(
+    launch: Launch, namesrv_addr: str, *, broker_name: str = BROKER_NAME, name: str = "python-broker"
+) -> ManagedProcess:
     """``rmq broker`` on a free loopback port with its store under the launch's work folder.
 
     The settings without a command-line option (transaction check timing, disk ratio …) come from the same
@@ -60,14 +63,15 @@ def start_broker(launch: Launch, namesrv_addr: str) -> None:
     file's values.
     """
     port = free_port()
-    store = launch.work_dir / "python-broker-store"
+    store = launch.work_dir / f"{name}-store"
     settings = configs.broker_properties(
         listen_port=port,
         namesrv_addr=namesrv_addr,
         store_dir=str(store),
+        broker_name=broker_name,
         extra={"listenHost": "127.0.0.1"},
     )
-    config = configs.write_properties(launch.work_dir / "python-broker.conf", settings)
+    config = configs.write_properties(launch.work_dir / f"{name}.conf", settings)
     argv = [
         sys.executable,
         "-m",
@@ -90,4 +94,4 @@ def start_broker(launch: Launch, namesrv_addr: str) -> None:
         "--broker-name",
         settings["brokerName"],
     ]
-    launch.process("python-broker", argv, env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)
+    return launch.process(name, argv, env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)
