@@ -237,6 +237,9 @@ class TransactionalMessageService:
             if round_start - half.born_timestamp < immunity:
                 break  # not due yet, and everything after it is younger
             properties[const.TRANSACTION_CHECK_TIMES] = str(times + 1)
+            # The renewed copy is stored without waiting for a flush, and says so (WAIT=false), as Apache's
+            # does; the producer's check listener sees that copy.
+            properties[const.WAIT] = "false"
             await self._check_back(half, properties)
             checked += 1
             offset += 1

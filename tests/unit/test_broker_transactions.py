@@ -160,6 +160,7 @@ async def test_undecided_half_message_is_checked_back_and_committed(
             [asked_about] = decode_messages(body)
             assert asked_about.topic == "Orders" and asked_about.body == b"undecided"
             assert asked_about.properties["TRANSACTION_CHECK_TIMES"] == "1"
+            assert asked_about.properties["WAIT"] == "false"  # Apache's renewed copy says so too
             [committed] = decode_messages(answer.body)
             assert committed.body == b"undecided"
     finally:
