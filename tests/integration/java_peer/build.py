@@ -1,0 +1,271 @@
+"""Compiling the Java peer against a release's client jars, and running it as a :class:`PeerClient`.
+
+``java_peer_program(release)`` compiles ``tests/integration/java/src`` with ``javac`` against
+``maven.classpath("tools", release.tools_version)`` into
+``cache_root()/java-peer/<tools_version>-<content hash>/classes`` once (later calls reuse it), then returns
+the ``java … rmqit.Peer`` prefix the runner puts a command after. The classes are compiled into a temporary
+folder and renamed into place, so a compile that was interrupted is never reused; a file lock keeps two
+pytest processes from compiling at once.
+
+The client's header serialization is ``-Drocketmq.serialize.type`` (JSON or ROCKETMQ), as for any Apache
+client: each :class:`JavaClient` is built for one.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import shutil
+import subprocess
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from tests.integration.apache import jvm, maven
+from tests.integration.apache.cache import cache_root, content_hash
+from tests.integration.apache.releases import ApacheRelease
+from tests.integration.clusters.model import ProviderUnavailable
+from tests.integration.cpp_peer.runner import PeerClient, PeerResult
+
+SRC_DIR = Path(__file__).resolve().parents[1] / "java" / "src"
+MAIN_CLASS = "rmqit.Peer"
+#: The logging configuration among the sources; copied next to the classes and named by system properties.
+LOGBACK_FILE = "rmqit-logback.xml"
+#: Java 8 bytecode: the 4.9.x client still supports Java 8, and the program uses nothing newer.
+JAVA_RELEASE = "8"
+JAVAC_TIMEOUT_S = 300.0
+#: A JVM starting on a busy 2-core machine, plus the probe itself.
+PROBE_TIMEOUT_S = 90.0
+SERIALIZE_TYPES = ("JSON", "ROCKETMQ")
+#: Lines of javac's output kept in the reason when the sources do not compile.
+ERROR_LINES = 12
+
+
+class JavaPeerBuildError(ProviderUnavailable):
+    """``javac`` refused the sources (the reason holds its first lines)."""
+
+
+def sources() -> list[Path]:
+    """The peer's Java sources."""
+    return sorted(SRC_DIR.rglob("*.java"))
+
+
+def _inputs() -> list[Path]:
+    return [*sources(), SRC_DIR / LOGBACK_FILE]
+
+
+def javac() -> Path:
+    """The ``javac`` of :func:`~tests.integration.apache.jvm.java_home`."""
+    home = jvm.java_home()
+    path = home / "bin" / "javac"
+    if not path.exists():
+        raise ProviderUnavailable(
+            f"no javac in {home}/bin (a JRE, not a JDK): the Java peer is compiled at test time"
+        )
+    return path
+
+
+def build_dir(tools_version: str, classpath: Sequence[Path]) -> Path:
+    """Where the classes for ``tools_version`` go: keyed by the sources, the jars and the bytecode level."""
+    key = content_hash(_inputs(), tools_version, JAVA_RELEASE, *(jar.name for jar in classpath))
+    return cache_root() / "java-peer" / f"{tools_version}-{key}"
+
+
+def _release_flags(javac_path: Path) -> list[str]:
+    major = jvm.java_major(javac_path.parent.parent)
+    if major >= 9:
+        return ["--release", JAVA_RELEASE, "-Xlint:-options"]
+    return ["-source", JAVA_RELEASE, "-target", JAVA_RELEASE]
+
+
+def _first_lines(text: str) -> str:
+    lines = [line for line in text.strip().splitlines() if line.strip()]
+    kept = lines[:ERROR_LINES]
+    more = f" … ({len(lines) - len(kept)} more lines)" if len(lines) > len(kept) else ""
+    return " | ".join(kept) + more
+
+
+def compile_classes(tools_version: str) -> tuple[Path, tuple[Path, ...]]:
+    """The classes folder for ``tools_version`` (compiling it if needed) and the client classpath.
+
+    Raises :class:`ProviderUnavailable` naming what is missing: Maven or the jars, ``javac``, or (as
+    :class:`JavaPeerBuildError`) the compiler's complaint.
+    """
+    classpath = maven.classpath("tools", tools_version)
+    target = build_dir(tools_version, classpath)
+    classes = target / "classes"
+    marker = classes / "rmqit" / "Peer.class"
+    if marker.is_file():
+        return classes, classpath
+    compiler = javac()
+    target.mkdir(parents=True, exist_ok=True)
+    with (target.parent / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if marker.is_file():  # another process compiled it while we waited
+            return classes, classpath
+        staging = Path(tempfile.mkdtemp(prefix=".classes-", dir=target))
+        try:
+            argv = [
+                str(compiler),
+                *_release_flags(compiler),
+                "-encoding",
+                "UTF-8",
+                "-nowarn",
+                "-cp",
+                os.pathsep.join(str(jar) for jar in classpath),
+                "-d",
+                str(staging),
+                *(str(path) for path in sources()),
+            ]
+            try:
+                result = subprocess.run(
+                    argv, capture_output=True, text=True, timeout=JAVAC_TIMEOUT_S, check=False
+                )
+            except subprocess.TimeoutExpired as exc:
+                raise JavaPeerBuildError(
+                    f"javac did not compile the Java peer within {JAVAC_TIMEOUT_S:.0f} s"
+                ) from exc
+            if result.returncode != 0:
+                raise JavaPeerBuildError(
+                    f"javac could not compile the Java peer against rocketmq-client {tools_version}: "
+                    + _first_lines(result.stderr + result.stdout)
+                )
+            shutil.copy2(SRC_DIR / LOGBACK_FILE, staging / LOGBACK_FILE)
+            staging.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from other users
+            if classes.exists():  # a stale, unmarked folder (e.g. emptied by hand)
+                shutil.rmtree(classes)
+            staging.rename(classes)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)
+    return classes, classpath
+
+
+def default_user_home() -> Path:
+    """The JVM's ``user.home`` when none is given (the peer itself moves logs under ``$HOME``)."""
+    home = cache_root() / "java-peer" / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    return home
+
+
+def java_peer_program(
+    release: ApacheRelease, serialize: str = "JSON", *, user_home: Path | None = None
+) -> list[str]:
+    """``java [options] -cp JARS:CLASSES rmqit.Peer``: the argv before the command."""
+    if serialize not in SERIALIZE_TYPES:
+        raise ValueError(f"serialize must be one of {SERIALIZE_TYPES}, not {serialize!r}")
+    classes, classpath = compile_classes(release.tools_version)
+    logback = classes / LOGBACK_FILE
+    properties = {
+        "rocketmq.serialize.type": serialize,
+        # 4.x: the client's own file logger, not slf4j; 4.x logback (tools, netty) and 5.x's shaded logback
+        # read our configuration, which writes into a file.
+        "rocketmq.client.logUseSlf4j": "false",
+        "logback.configurationFile": str(logback),
+        "rmq.logback.configurationFile": str(logback),
+    }
+    return jvm.java_argv(
+        "tool",
+        [*classpath, classes],
+        MAIN_CLASS,
+        [],
+        user_home=user_home or default_user_home(),
+        system_properties=properties,
+    )
+
+
+def java_env() -> dict[str, str]:
+    """The peer's environment: ``JAVA_HOME``, an ``ROCKETMQ_HOME`` of ours, no ``JAVA_TOOL_OPTIONS``."""
+    return jvm.java_env(jvm.rocketmq_home(cache_root() / "rocketmq-home"))
+
+
+class JavaClient(PeerClient):
+    """Apache's Java client of ``release`` (its ``tools_version``) with ``serialize`` headers, as a peer.
+
+    Every command runs in a JVM of its own (``rmqit.Peer``); the methods of :class:`PeerClient` apply, plus
+    the commands only the Java peer has.
+    """
+
+    def __init__(self, release: ApacheRelease, serialize: str = "JSON") -> None:
+        self.release = release
+        self.serialize = serialize
+        super().__init__(
+            f"java peer {release.tools_version}/{serialize}",
+            java_peer_program(release, serialize),
+            env=java_env(),
+        )
+
+    def send_async(
+        self, namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], **kw: Any
+    ) -> PeerResult:
+        """Every message in flight at once through ``send(msg, callback)``; results arrive in any order."""
+        return self.send("send-async", namesrv, topic, messages, **kw)
+
+    def send_transaction(
+        self,
+        namesrv: str,
+        topic: str,
+        messages: Sequence[Mapping[str, Any]],
+        *,
+        local_state: str = "COMMIT",
+        check_state: str = "COMMIT",
+        wait_checks: int = 0,
+        linger: float = 0.0,
+        **kw: Any,
+    ) -> PeerResult:
+        """``sendMessageInTransaction``: the local transaction answers ``local_state``, check-backs
+        ``check_state`` (each one a ``check`` line); the producer stays up for ``wait_checks`` check-backs and
+        ``linger`` seconds more."""
+        extra = [
+            *("--local-state", local_state, "--check-state", check_state),
+            *("--wait-checks", str(wait_checks), "--linger", str(linger)),
+            *kw.pop("extra", ()),
+        ]
+        return self.send("send-transaction", namesrv, topic, messages, extra=extra, **kw)
+
+    def route(self, namesrv: str, topic: str, *, timeout: float = 60.0) -> PeerResult:
+        """``fetchPublishMessageQueues(topic)``: one ``route`` line."""
+        return self.run("route", ["--topic", topic], namesrv=namesrv, timeout=timeout)
+
+    def clusters(self, namesrv: str, *, timeout: float = 60.0) -> PeerResult:
+        """``DefaultMQAdminExt.examineBrokerClusterInfo()``: one ``clusters`` line."""
+        return self.run("clusters", [], namesrv=namesrv, timeout=timeout)
+
+    def topic_route(self, namesrv: str, topic: str, *, timeout: float = 60.0) -> PeerResult:
+        """``DefaultMQAdminExt.examineTopicRouteInfo(topic)``: one ``topic_route`` line."""
+        return self.run("topic-route", ["--topic", topic], namesrv=namesrv, timeout=timeout)
+
+    def probe(self, *, timeout: float = PROBE_TIMEOUT_S) -> PeerResult:
+        """No server: the client's version and the JVM's."""
+        return self.run("probe", timeout=timeout)
+
+
+def client_version_name(tools_version: str) -> str:
+    """What ``MQVersion.getVersionDesc(CURRENT_VERSION)`` prints for a release: ``V5_3_3`` for 5.3.3."""
+    return "V" + tools_version.replace(".", "_")
+
+
+def java_peer_unavailable(release: ApacheRelease) -> str | None:
+    """None when the Java peer of ``release`` compiles and starts here, else exactly what is missing: no Java
+    or javac, jars Maven cannot resolve (its reason), a compile error (javac's first lines), a failed probe.
+    """
+    try:
+        client = JavaClient(release)
+    except ProviderUnavailable as exc:
+        return str(exc)
+    try:
+        result = client.probe()
+    finally:
+        client.close()
+    libraries = result.of("library")
+    if not (result.ok and libraries):
+        first = result.errors[0] if result.errors else None
+        detail = f"{first.get('error_type')}: {first.get('message')}" if first else result.describe()
+        return f"the Java peer for rocketmq-client {release.tools_version} does not start: {detail}"
+    found = libraries[0].get("client_version")
+    wanted = client_version_name(release.tools_version)
+    if found != wanted:
+        return (
+            f"the Java peer for {release.tools_version} runs client {found}, not {wanted} (classpath mix-up)"
+        )
+    return None
