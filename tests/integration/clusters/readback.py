@@ -10,6 +10,7 @@ of one project could otherwise cancel out. Both return messages ordered by queue
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 
 from consumer import ConsumeFromWhere, ConsumerError, MessageQueue, PullConsumer
@@ -114,9 +115,18 @@ async def read_topic(
             if remaining <= 0:
                 raise ReadBackError(
                     f"{len(found)} of {expected} messages of {topic} arrived within {timeout_s:.0f} s "
-                    f"(queues {[q.queue_id for q in queues]})"
+                    f"(queues {sorted((q.broker_name, q.queue_id) for q in queues)})"
                 )
             found += await consumer.poll(timeout=min(remaining, 1.0))
+            # A topic created by its first sends may reach a second broker's route later: read that too.
+            with contextlib.suppress(ConsumerError):
+                latest = await consumer.fetch_message_queues(topic)
+                added = [q for q in latest if q not in queues]
+                if added:
+                    queues = [*queues, *added]
+                    consumer.assign(queues)
+                    for queue in added:
+                        await consumer.seek_to_begin(queue)
     return _ordered(found)
 
 
