@@ -8,6 +8,7 @@ from tests.integration.cpp_peer.fixtures import cpp_client, cpp_client_unavailab
 from tests.integration.go_peer.fixtures import go_client, go_client_unavailable
 from tests.integration.java_peer.fixtures import java_client, java_client_unavailable
 from tests.integration.matrix import report as matrix_report
+from tests.integration.unanswering import refused_namesrv, silent_namesrv
 
 __all__ = [
     "cluster",
@@ -17,7 +18,9 @@ __all__ = [
     "go_client_unavailable",
     "java_client",
     "java_client_unavailable",
+    "refused_namesrv",
     "scenario_budget",
+    "silent_namesrv",
 ]
 
 

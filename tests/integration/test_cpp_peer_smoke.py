@@ -13,10 +13,8 @@ import base64
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -52,42 +50,6 @@ def assert_gone(result: runner.PeerResult) -> None:
 def cluster() -> Iterator[FakeCluster]:
     with fake_cluster(queues=4) as running:
         yield running
-
-
-@pytest.fixture
-def refused_namesrv() -> Iterator[str]:
-    """An address where nothing listens: a socket bound (so no one else takes the port) but not listening."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.fixture
-def silent_namesrv() -> Iterator[str]:
-    """A NameServer that accepts connections and never answers: the C++ client then blocks inside a call."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    stop = threading.Event()
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except (TimeoutError, OSError):
-                continue
-            held.append(conn)
-
-    thread = threading.Thread(target=accept, name="silent-namesrv", daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for conn in held:
-            conn.close()
-        server.close()
 
 
 def test_native_library_loads_in_a_separate_process(cpp_client: runner.CppClient) -> None:

@@ -19,7 +19,7 @@ import socket
 import subprocess
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -51,42 +51,6 @@ async def local_cluster(tmp_path: Path) -> AsyncIterator[LocalCluster]:
     async with LocalCluster(tmp_path / "store") as running:
         await running.create_topic(TOPIC, QUEUES)
         yield running
-
-
-@pytest.fixture
-def refused_namesrv() -> Iterator[str]:
-    """An address where nothing listens: a socket bound (so no one else takes the port) but not listening."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.fixture
-def silent_namesrv() -> Iterator[str]:
-    """A NameServer that accepts connections and never answers."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    stop = threading.Event()
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except (TimeoutError, OSError):
-                continue
-            held.append(conn)
-
-    thread = threading.Thread(target=accept, name="silent-namesrv", daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for conn in held:
-            conn.close()
-        server.close()
 
 
 async def _run(go_client: GoClient, command: str, args: list[str], **kw: Any) -> runner.PeerResult:

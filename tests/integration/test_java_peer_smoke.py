@@ -20,11 +20,9 @@ import dataclasses
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -643,42 +641,6 @@ def test_java_push_consume_times_out_readably(servers: Servers, java_client: Jav
 
 
 # ------------------------------------------------------------------------ the peer program, no servers
-
-
-@pytest.fixture
-def refused_namesrv() -> Iterator[str]:
-    """An address where nothing listens: a socket bound (so no one else takes the port) but not listening."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        yield f"127.0.0.1:{sock.getsockname()[1]}"
-
-
-@pytest.fixture
-def silent_namesrv() -> Iterator[str]:
-    """A NameServer that accepts connections and never answers."""
-    server = socket.create_server(("127.0.0.1", 0))
-    server.settimeout(0.1)
-    stop = threading.Event()
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        while not stop.is_set():
-            try:
-                conn, _ = server.accept()
-            except (TimeoutError, OSError):
-                continue
-            held.append(conn)
-
-    thread = threading.Thread(target=accept, name="silent-namesrv", daemon=True)
-    thread.start()
-    try:
-        yield f"127.0.0.1:{server.getsockname()[1]}"
-    finally:
-        stop.set()
-        thread.join(timeout=5)
-        for conn in held:
-            conn.close()
-        server.close()
 
 
 def test_a_bad_message_spec_is_a_usage_error(java_client: JavaClientFactory, refused_namesrv: str) -> None:
