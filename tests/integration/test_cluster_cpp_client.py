@@ -11,6 +11,7 @@ import pytest
 from producer import Message, Producer, SendStatus
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.topics import create_on_every_broker
 from tests.integration.cpp_peer import runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
@@ -92,7 +93,8 @@ async def test_cpp_push_consumer_receives_what_python_sends(
 async def test_python_reads_what_the_cpp_producer_sent(
     cluster: Cluster, cpp_client: runner.CppClient
 ) -> None:
-    topic = unique_name("CppToPy")
+    # Created on every broker first: orderly sends keep one queue only while the route stays the same.
+    topic = await create_on_every_broker(cluster, "CppToPy")
     specs = [
         cpp_client.message(
             f"from c++ {i}: ünïcode",

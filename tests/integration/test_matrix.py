@@ -15,14 +15,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from admin import Admin, TopicNotFoundError
 from producer import Message, Producer, SendStatus
 from rocketmq_wire.codes import SerializeType
 from tests.integration.apache.releases import ApacheRelease, full_releases, releases
 from tests.integration.clusters.fixture import skip_or_fail
 from tests.integration.clusters.model import Cluster, unique_name
-from tests.integration.clusters.probe import eventually
 from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.topics import create_on_every_broker
 from tests.integration.cpp_peer import runner as cpp_runner
 from tests.integration.go_peer import build as go_build
 from tests.integration.java_peer import build as java_build
@@ -40,7 +39,6 @@ pytestmark = [pytest.mark.integration]
 
 MESSAGES = 4
 QUEUES = 4
-CONVERGE_S = 30.0
 
 
 def release_for(cluster: Cluster) -> ApacheRelease:
@@ -122,21 +120,7 @@ def sample(topic: str, client: str, serialize: SerializeType, count: int = MESSA
 
 
 async def topic_on_every_broker(cluster: Cluster) -> str:
-    """A topic created on each master of the cluster, once the NameServer routes it to all of them."""
-    topic = unique_name("Matrix")
-    expected = sorted((b.name, QUEUES) for b in cluster.brokers)
-    async with Admin(cluster.namesrv) as admin:
-        await admin.create_topic(
-            topic, cluster=cluster.cluster_name, read_queue_nums=QUEUES, write_queue_nums=QUEUES
-        )
-        await eventually(
-            lambda: admin.topic_route(topic),
-            lambda r: sorted((q.broker_name, q.write_queue_nums) for q in r.queue_datas) == expected,
-            timeout_s=CONVERGE_S,
-            what=f"route of {topic} on every broker",
-            retry_on=(TopicNotFoundError,),
-        )
-    return topic
+    return await create_on_every_broker(cluster, "Matrix", QUEUES)
 
 
 def assert_same_messages(expected: list[Message], got: list[Got]) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from admin import Admin, TopicNotFoundError
+from admin import Admin
 from consumer import PushConsumer
 from consumer.testing import Received
 from producer import Message, Producer, SendStatus
@@ -36,6 +36,7 @@ from tests.integration.clusters.fixture import skip_or_fail
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.probe import eventually
+from tests.integration.clusters.topics import create_on_every_broker
 from tests.integration.cpp_peer.runner import PeerClient
 from tests.integration.java_peer import build as java_build
 
@@ -109,16 +110,7 @@ async def test_kill_one_broker_while_both_producers_send(
         skip_or_fail(reason)
     java: PeerClient = java_build.JavaClient(release, "JSON")
 
-    topic = unique_name("Faults")
-    async with Admin(cluster.namesrv) as admin:
-        await admin.create_topic(topic, cluster=cluster.cluster_name, read_queue_nums=4, write_queue_nums=4)
-        await eventually(
-            lambda: admin.topic_route(topic),
-            lambda r: {q.broker_name for q in r.queue_datas} == cluster.broker_names,
-            timeout_s=ROUTE_CONVERGE_S,
-            what="route on both brokers",
-            retry_on=(TopicNotFoundError,),
-        )
+    topic = await create_on_every_broker(cluster, "Faults")
 
     sent: list[tuple[float, str, str | None]] = []
     java_run = asyncio.to_thread(

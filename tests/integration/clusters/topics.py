@@ -1,0 +1,33 @@
+"""Topics a scenario creates on purpose, before any client sends to them.
+
+A topic auto-created by its first sends exists on whichever broker those reached, and reaches the others'
+routes later; a scenario whose assertions depend on the route (orderly sends, queue counts, several brokers)
+creates its topic on every master first and waits until the NameServer routes it to all of them.
+"""
+
+from __future__ import annotations
+
+from admin import Admin, TopicNotFoundError
+from tests.integration.clusters.model import Cluster, unique_name
+from tests.integration.clusters.probe import eventually
+
+#: Brokers tell the NameServer about a new topic at once or at their next registration.
+CONVERGE_S = 40.0
+
+
+async def create_on_every_broker(cluster: Cluster, prefix: str, queues: int = 4) -> str:
+    """A new topic named after ``prefix`` with ``queues`` queues on each master, routed to all of them."""
+    topic = unique_name(prefix)
+    expected = sorted((b.name, queues) for b in cluster.brokers)
+    async with Admin(cluster.namesrv) as admin:
+        await admin.create_topic(
+            topic, cluster=cluster.cluster_name, read_queue_nums=queues, write_queue_nums=queues
+        )
+        await eventually(
+            lambda: admin.topic_route(topic),
+            lambda r: sorted((q.broker_name, q.write_queue_nums) for q in r.queue_datas) == expected,
+            timeout_s=CONVERGE_S,
+            what=f"route of {topic} on every broker",
+            retry_on=(TopicNotFoundError,),
+        )
+    return topic
