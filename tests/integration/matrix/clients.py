@@ -12,7 +12,6 @@ import asyncio
 import base64
 import dataclasses
 import json
-import os
 import re
 import sys
 from collections.abc import Sequence
@@ -27,12 +26,12 @@ from rocketmq_wire.codes import SerializeType
 from tests.integration.apache import mqadmin
 from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters.model import Cluster
+from tests.integration.clusters.python_servers import REPO_ROOT, python_env
 from tests.integration.cpp_peer.runner import PeerClient, PeerResult
 
 #: Seconds a consumer gets to receive every message of a cell.
 CONSUME_TIMEOUT_S = 60.0
 PEER_TIMEOUT_S = 60.0
-REPO_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 @dataclasses.dataclass(frozen=True)
@@ -129,9 +128,8 @@ class RmqClient:
     name = "rmq"
 
     async def _run(self, serialize: SerializeType, *args: str, timeout: float = 90.0) -> str:
-        env = dict(os.environ)
+        env = python_env()
         env["ROCKETMQ_SERIALIZE_TYPE"] = serialize.name
-        env["PYTHONPATH"] = os.pathsep.join(p for p in (REPO_ROOT, env.get("PYTHONPATH")) if p)
         process = await asyncio.create_subprocess_exec(
             sys.executable,
             "-m",
