@@ -9,13 +9,15 @@ drop-in for the official Python client's producer API::
         await producer.send(Message("Orders", b"..."), sharding_key="customer-7")  # ordered per customer
 
 Modules: ``config`` (settings, Java's defaults), ``sender`` (requests and responses, no I/O), ``routes`` and
-``namesrv`` (cluster metadata), ``fault`` (latency-based broker avoidance), ``heartbeat``, ``selectors``
-(ordered sends), ``transaction``, ``blocking``, ``compat``.
+``namesrv`` (cluster metadata), ``fault`` (latency-based broker avoidance), ``flow_control`` (busy brokers:
+backoff and resending), ``heartbeat``, ``selectors`` (ordered sends), ``transaction``, ``blocking``,
+``compat``.
 """
 
 from producer.blocking import BlockingProducer, BlockingTransactionProducer
 from producer.config import ProducerConfig
 from producer.errors import (
+    BrokerBusyError,
     BrokerError,
     MessageTooLargeError,
     MessageValidationError,
@@ -25,6 +27,7 @@ from producer.errors import (
     SendFailedError,
     SendTimeoutError,
 )
+from producer.flow_control import BusyAnswer
 from producer.producer import Producer
 from producer.result import (
     LocalTransactionState,
@@ -40,7 +43,9 @@ from rocketmq_wire.message import Message, MessageExt
 __all__ = [
     "BlockingProducer",
     "BlockingTransactionProducer",
+    "BrokerBusyError",
     "BrokerError",
+    "BusyAnswer",
     "LocalTransactionExecutor",
     "LocalTransactionState",
     "Message",

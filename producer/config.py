@@ -36,6 +36,11 @@ class ProducerConfig:
     retry_times: int = 2
     #: ``retryAnotherBrokerWhenNotStoreOK``: retry when the broker stored the message but not durably.
     retry_another_broker_when_not_store_ok: bool = False
+    #: A send refused as busy (SYSTEM_BUSY …) by every broker tried is resent after a delay that starts
+    #: here and doubles up to ``busy_backoff_max_ms``, until ``send_timeout_ms`` runs out
+    #: (``producer.flow_control``).
+    busy_backoff_initial_ms: float = 10
+    busy_backoff_max_ms: float = 1000
     #: ``compressMsgBodyOverHowmuch``: bodies of at least this many bytes are zlib-compressed.
     compress_over: int = 4096
     #: ``compressLevel``.
@@ -72,6 +77,8 @@ class ProducerConfig:
             raise ValueError("retry_times must not be negative")
         if self.send_timeout_ms <= 0:
             raise ValueError("send_timeout_ms must be positive")
+        if not 0 < self.busy_backoff_initial_ms <= self.busy_backoff_max_ms:
+            raise ValueError("the busy backoff needs 0 < busy_backoff_initial_ms <= busy_backoff_max_ms")
         if self.max_message_size <= 0:
             raise ValueError("max_message_size must be positive")
         if self.compress_over < 0:

@@ -55,3 +55,19 @@ class SendFailedError(ProducerError):
 class SendTimeoutError(SendFailedError):
     """The send's time budget ran out before an attempt succeeded (the message may still have been stored
     if the last attempt timed out waiting for the answer)."""
+
+
+class BrokerBusyError(SendFailedError):
+    """Every broker tried kept refusing the send for load (SYSTEM_BUSY and kin) until the time budget ran out.
+
+    Such refusals come before the broker writes anything, so the message was not stored and sending it again
+    cannot duplicate it. ``broker``/``addr``/``remark`` are the last refusal's.
+    """
+
+    def __init__(
+        self, message: str, brokers: list[str], code: int, *, broker: str, addr: str, remark: str | None
+    ) -> None:
+        super().__init__(message, brokers, code)
+        self.broker = broker
+        self.addr = addr
+        self.remark = remark

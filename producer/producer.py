@@ -20,6 +20,7 @@ from typing import Any, Self
 
 from producer.config import ProducerConfig
 from producer.errors import (
+    BrokerBusyError,
     BrokerError,
     MessageValidationError,
     ProducerError,
@@ -28,6 +29,7 @@ from producer.errors import (
     SendTimeoutError,
 )
 from producer.fault import LatencyFaultTolerance
+from producer.flow_control import Backoff, BusyAnswer, BusyListener, BusyRefusals, is_busy_answer
 from producer.heartbeat import HeartbeatSender
 from producer.identity import check_ip, client_id, default_instance_name, local_ip
 from producer.namesrv import NameServerClient, parse_namesrv_list
@@ -121,6 +123,7 @@ class Producer:
         self._stop = asyncio.Event()
         self._timers: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
+        self._busy_listeners: list[BusyListener] = []
         self.client_id = ""
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -390,36 +393,55 @@ class Producer:
     async def _send_once(
         self, prepared: PreparedMessage, queue: MessageQueue, timeout_ms: float, oneway: bool
     ) -> SendResult | None:
-        """One attempt on a chosen queue (explicit queue or selector): errors go straight to the caller."""
-        await self._publish_info(prepared.topic, timeout_ms)
+        """Attempts on one chosen queue (explicit queue or selector): a busy answer is resent to the same
+        queue after a pause (the order of an ordered send is kept, nothing was stored); any other error
+        goes straight to the caller."""
         loop = asyncio.get_running_loop()
-        begin = loop.time()
-        try:
-            result = await self._send_to(prepared, queue, timeout_ms, oneway)
-        except (RemotingError, BrokerError, _NoBrokerAddress):
-            self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=True)
-            self._route_table().refresh_soon(prepared.topic)
-            raise
-        self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=False)
-        return result
+        deadline = loop.time() + timeout_ms / 1000
+        await self._publish_info(prepared.topic, timeout_ms)
+        refusals = self._busy_refusals()
+        while True:
+            begin = loop.time()
+            try:
+                result = await self._send_to(prepared, queue, (deadline - begin) * 1000, oneway)
+            except (RemotingError, BrokerError, _NoBrokerAddress) as exc:
+                self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=True)
+                self._route_table().refresh_soon(prepared.topic)
+                if not self._note_busy(exc, queue, refusals):
+                    raise
+                await self._pause_for_busy(refusals, deadline, prepared.topic, [queue.broker_name])
+                continue
+            self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=False)
+            return result
 
     async def _send_with_retries(
         self, prepared: PreparedMessage, timeout_ms: float, oneway: bool
     ) -> SendResult | None:
-        """Java's ``sendDefaultImpl``: up to 1 + ``retry_times`` attempts (one for oneway), each on the next
-        queue and, after a failure, preferably on another broker; all within one time budget."""
+        """Java's ``sendDefaultImpl``: up to 1 + ``retry_times`` failed attempts (one for oneway), each on the
+        next queue and, after a failure, preferably on another broker; all within one time budget.
+
+        Busy answers (``flow_control``) do not use up attempts: nothing was stored, so the send goes on to
+        another broker at once, or after a growing pause once every broker tried has said busy, until the
+        time budget runs out.
+        """
         loop = asyncio.get_running_loop()
-        first = loop.time()
+        deadline = loop.time() + timeout_ms / 1000
         info = await self._publish_info(prepared.topic, timeout_ms)
         attempts = 1 if oneway else 1 + self.config.retry_times
+        failures = 0
+        refusals = self._busy_refusals()
         brokers: list[str] = []
         result: SendResult | None = None
         last_error: Exception | None = None
         last_broker: str | None = None
-        for _ in range(attempts):
+        while failures < attempts:
             queue = self._select_queue(info, last_broker)
-            spent_ms = (loop.time() - first) * 1000
-            if spent_ms >= timeout_ms:
+            if refusals.must_pause_before(queue.broker_name):
+                await self._pause_for_busy(refusals, deadline, prepared.topic, brokers)
+            remaining_ms = (deadline - loop.time()) * 1000
+            if remaining_ms <= 0:
+                if isinstance(last_error, BrokerError) and is_busy_answer(last_error.code, last_error.remark):
+                    raise self._busy_error(refusals, prepared.topic, brokers) from last_error
                 raise SendTimeoutError(
                     f"send to topic {prepared.topic} used up its {timeout_ms:.0f} ms after "
                     f"{len(brokers)} attempt(s) on {brokers}",
@@ -429,14 +451,15 @@ class Producer:
             last_broker = queue.broker_name
             begin = loop.time()
             try:
-                result = await self._send_to(prepared, queue, timeout_ms - spent_ms, oneway)
+                result = await self._send_to(prepared, queue, remaining_ms, oneway)
             except (RemotingError, _NoBrokerAddress) as exc:
                 self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=True)
+                failures += 1
                 logger.warning(
                     "send to %s failed (%s); %s",
                     queue,
                     exc,
-                    "retrying" if len(brokers) < attempts else "giving up",
+                    "retrying" if failures < attempts else "giving up",
                 )
                 last_error = exc
                 self._route_table().refresh_soon(prepared.topic)
@@ -444,12 +467,15 @@ class Producer:
             except BrokerError as exc:
                 self._record_latency(queue.broker_name, (loop.time() - begin) * 1000, isolation=True)
                 last_error = exc
+                if self._note_busy(exc, queue, refusals):
+                    continue
+                failures += 1
                 if exc.code in RETRYABLE_RESPONSE_CODES:
                     logger.warning(
                         "broker refused the send to %s (%s); %s",
                         queue,
                         exc,
-                        "retrying" if len(brokers) < attempts else "giving up",
+                        "retrying" if failures < attempts else "giving up",
                     )
                     self._route_table().refresh_soon(prepared.topic)
                     continue
@@ -460,6 +486,7 @@ class Producer:
             if result is None:  # oneway
                 return None
             if result.status is not SendStatus.SEND_OK and self.config.retry_another_broker_when_not_store_ok:
+                failures += 1
                 logger.info("send to %s stored with %s; retrying elsewhere", queue, result.status.value)
                 continue
             return result
@@ -471,6 +498,53 @@ class Producer:
             brokers,
             code,
         ) from last_error
+
+    # -- busy brokers (flow control) -------------------------------------------------------------------
+
+    def add_busy_listener(self, listener: BusyListener) -> None:
+        """Call ``listener(answer)`` for every busy refusal a send meets (e.g. to slow down a pipeline)."""
+        self._busy_listeners.append(listener)
+
+    def _busy_refusals(self) -> BusyRefusals:
+        config = self.config
+        return BusyRefusals(Backoff(config.busy_backoff_initial_ms, config.busy_backoff_max_ms, self._rng))
+
+    def _note_busy(self, exc: Exception, queue: MessageQueue, refusals: BusyRefusals) -> bool:
+        """Record ``exc`` if it is a busy answer (and tell the listeners); False for any other failure."""
+        if not isinstance(exc, BrokerError) or not is_busy_answer(exc.code, exc.remark):
+            return False
+        answer = BusyAnswer(queue.broker_name, exc.addr, exc.code, exc.remark)
+        refusals.add(answer)
+        logger.debug("broker %s is busy (%s); the send will be retried", queue.broker_name, exc)
+        for listener in self._busy_listeners:
+            try:
+                listener(answer)
+            except Exception:
+                logger.exception("a busy listener failed")
+        return True
+
+    async def _pause_for_busy(
+        self, refusals: BusyRefusals, deadline: float, topic: str, brokers: list[str]
+    ) -> None:
+        """Wait the next backoff delay, or raise :class:`BrokerBusyError` if the budget ends first."""
+        delay_s = refusals.next_pause_ms() / 1000
+        if asyncio.get_running_loop().time() + delay_s >= deadline:
+            raise self._busy_error(refusals, topic, brokers)
+        await asyncio.sleep(delay_s)
+
+    def _busy_error(self, refusals: BusyRefusals, topic: str, brokers: list[str]) -> BrokerBusyError:
+        last = refusals.last
+        assert last is not None
+        return BrokerBusyError(
+            f"broker {last.broker_name} ({last.addr}) refused the send to topic {topic} as busy "
+            f"{refusals.count} time(s) until the send timeout; the message was not stored: "
+            f"code {last.code}: {last.remark or ''}".rstrip(": "),
+            sorted(set(brokers) | {last.broker_name}),
+            last.code,
+            broker=last.broker_name,
+            addr=last.addr,
+            remark=last.remark,
+        )
 
     def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
         """Round-robin; with latency fault avoidance on, skip benched brokers (Java's ``MQFaultStrategy``)."""

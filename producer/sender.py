@@ -44,10 +44,12 @@ from rocketmq_wire.topics import (
 _VALID_NAME = re.compile(VALID_NAME_PATTERN)
 _V5_0_0 = MQVersion.NAMES.index("V5_0_0")
 
-#: Broker answers after which Java retries the send on another broker.
+#: Broker answers after which Java retries the send on another broker (5.x's list, which adds SYSTEM_BUSY to
+#: 4.9.x's; busy answers get a backoff of their own, see ``producer.flow_control``).
 RETRYABLE_RESPONSE_CODES: frozenset[int] = frozenset(
     {
         ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SYSTEM_BUSY,
         ResponseCode.SERVICE_NOT_AVAILABLE,
         ResponseCode.SYSTEM_ERROR,
         ResponseCode.NO_PERMISSION,

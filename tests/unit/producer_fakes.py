@@ -159,6 +159,8 @@ class FakeBroker(_Recorder):
         self.secret_key = secret_key
         self.bad_signatures = 0
         self.fail_codes: list[int] = []
+        #: The remark of scripted failures (default: "scripted failure of <name>").
+        self.fail_remark: str | None = None
         self.status_code = ResponseCode.SUCCESS
         self.delay = 0.0
         self.stored: list[StoredMessage] = []
@@ -224,7 +226,8 @@ class FakeBroker(_Recorder):
         if self.delay:
             await asyncio.sleep(self.delay)  # simulated broker latency, not synchronisation
         if self.fail_codes:
-            return request.make_response(self.fail_codes.pop(0), f"scripted failure of {self.name}")
+            remark = self.fail_remark or f"scripted failure of {self.name}"
+            return request.make_response(self.fail_codes.pop(0), remark)
         header = request.read_header(SendMessageRequestHeaderV2)
         topic = header.topic or ""
         queue_id = header.queue_id or 0
