@@ -25,6 +25,8 @@ DEFAULT_SOURCE_GROUP = "SparkRocketMQSource"
 DEFAULT_SEND_TIMEOUT_MS = 3000
 #: Requests (single sends or batches) a task keeps unanswered at once.
 DEFAULT_MAX_IN_FLIGHT = 64
+#: How long one request may keep being refused as busy before its task fails.
+DEFAULT_FLOW_CONTROL_TIMEOUT_MS = 120_000
 #: Messages per PULL_MESSAGE (Java's ``pullBatchSize`` default).
 DEFAULT_PULL_BATCH_SIZE = 32
 DEFAULT_PULL_TIMEOUT_MS = 10_000
@@ -55,6 +57,7 @@ class SinkOptions:
     send_timeout_ms: int = DEFAULT_SEND_TIMEOUT_MS
     batch_size: int = 1
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    flow_control_timeout_ms: int = DEFAULT_FLOW_CONTROL_TIMEOUT_MS
     summary_path: str | None = None
 
 
@@ -80,6 +83,7 @@ SINK_OPTION_NAMES = frozenset(
         "send.timeout.ms",
         "batch.size",
         "max.in.flight",
+        "flow.control.timeout.ms",
         "access.key",
         "secret.key",
         "namespace",
@@ -200,6 +204,9 @@ def parse_sink_options(options: Mapping[str, str]) -> SinkOptions:
         send_timeout_ms=_positive_int(lowered, "send.timeout.ms", DEFAULT_SEND_TIMEOUT_MS),
         batch_size=_positive_int(lowered, "batch.size", 1, at_most=10_000),
         max_in_flight=_positive_int(lowered, "max.in.flight", DEFAULT_MAX_IN_FLIGHT, at_most=65_536),
+        flow_control_timeout_ms=_positive_int(
+            lowered, "flow.control.timeout.ms", DEFAULT_FLOW_CONTROL_TIMEOUT_MS
+        ),
         summary_path=_text(lowered, "summary.path"),
     )
 

@@ -5,7 +5,12 @@ A task's rows go out as concurrent requests over the producer's shared connectio
 key or delay level are grouped into SEND_BATCH_MESSAGE requests of up to ``batch_size`` messages per topic;
 rows with a sharding key keep their order by going out one at a time per key, as Java's ordered sends do.
 
-The first failure stops the intake of new rows; the requests already in flight are still awaited, so the
+The number of requests in flight follows the broker's load (:class:`~spark_connector.window.AdaptiveWindow`):
+it halves when the broker answers busy and grows back with acknowledgements. A request the producer could not
+place because every broker stayed busy for its whole send timeout (:class:`~producer.BrokerBusyError`) was
+not stored, so it is sent again after a pause, for up to ``flow_control_timeout_ms``; this adds no duplicate.
+
+Any other failure stops the intake of new rows; the requests already in flight are still awaited, so the
 task never ends with sends of unknown outcome, and then the failure is raised (which fails the Spark task).
 """
 
@@ -14,13 +19,17 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import random
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
 
-from producer import Message, SendResult, SendStatus
+from producer import BrokerBusyError, BusyAnswer, Message, SendResult, SendStatus
+from producer.flow_control import Backoff, BusyListener
 from spark_connector.errors import SinkSendError
+from spark_connector.options import DEFAULT_FLOW_CONTROL_TIMEOUT_MS
 from spark_connector.rows import Outgoing
+from spark_connector.window import AdaptiveWindow
 
 logger = logging.getLogger("spark_connector.sender")
 
@@ -29,6 +38,9 @@ logger = logging.getLogger("spark_connector.sender")
 BATCH_MAX_BYTES = 1024 * 1024
 #: Rough bytes a message adds to a batch besides body and properties (the batch entry's fixed fields).
 _ENTRY_OVERHEAD = 20
+#: Pauses before sending again a request the producer gave up on as busy.
+RESEND_BACKOFF_INITIAL_MS = 50
+RESEND_BACKOFF_MAX_MS = 2000
 
 
 class SendTarget(Protocol):
@@ -37,6 +49,8 @@ class SendTarget(Protocol):
     async def send(self, message: Message, *, sharding_key: str | None = None) -> SendResult: ...
 
     async def send_batch(self, messages: Sequence[Message]) -> SendResult: ...
+
+    def add_busy_listener(self, listener: BusyListener) -> None: ...
 
 
 @dataclasses.dataclass
@@ -50,6 +64,12 @@ class SendTally:
     #: Messages stored with a status other than SEND_OK (e.g. FLUSH_DISK_TIMEOUT): written, but reported.
     not_ok: int = 0
     seconds: float = 0.0
+    #: Busy answers the brokers gave (each was resent by the producer or by the sender; none was stored).
+    busy_answers: int = 0
+    #: Requests sent again by the sender after the producer gave up on them as busy.
+    resends: int = 0
+    #: The smallest in-flight window reached (``max_in_flight`` when the broker never pushed back).
+    smallest_window: int = 0
 
 
 def _entry_size(message: Message) -> int:
@@ -69,15 +89,17 @@ class PartitionSender:
         batch_size: int = 1,
         max_in_flight: int = 64,
         batch_max_bytes: int = BATCH_MAX_BYTES,
+        flow_control_timeout_ms: float = DEFAULT_FLOW_CONTROL_TIMEOUT_MS,
     ) -> None:
         if batch_size < 1 or max_in_flight < 1:
             raise ValueError("batch_size and max_in_flight must be positive")
         self._target = target
         self._batch_size = batch_size
-        self._max_in_flight = max_in_flight
         self._batch_max_bytes = batch_max_bytes
-        self.tally = SendTally()
-        self._slots = asyncio.Semaphore(max_in_flight)
+        self._flow_control_timeout_s = flow_control_timeout_ms / 1000
+        self.tally = SendTally(smallest_window=max_in_flight)
+        self.window = AdaptiveWindow(max_in_flight)
+        target.add_busy_listener(self._on_busy)
         self._tasks: set[asyncio.Task[None]] = set()
         self._chains: dict[str, asyncio.Task[None]] = {}
         self._buffers: dict[str, list[Message]] = {}
@@ -111,6 +133,7 @@ class PartitionSender:
             while self._tasks:
                 await asyncio.wait(list(self._tasks))
             self.tally.seconds = time.perf_counter() - started
+            self.tally.smallest_window = self.window.smallest
         if self._failure is not None:
             tally = self.tally
             raise SinkSendError(
@@ -154,16 +177,16 @@ class PartitionSender:
     async def _start(
         self, send: Callable[[], Awaitable[SendResult]], messages: list[Message], *, batch: bool
     ) -> None:
-        await self._slots.acquire()
+        await self.window.acquire()
         if self._failure is not None:
-            self._slots.release()
+            self.window.release()
             self._unsent += len(messages)
             return
         self._track(asyncio.ensure_future(self._run(send, messages, batch=batch)))
         await asyncio.sleep(0)  # let the new request reach the socket before the next row is converted
 
     async def _send_ordered(self, message: Message, key: str) -> None:
-        await self._slots.acquire()
+        await self.window.acquire()
         previous = self._chains.get(key)
         task = asyncio.ensure_future(self._run_after(previous, message, key))
         self._chains[key] = task
@@ -180,7 +203,7 @@ class PartitionSender:
         if previous is not None:
             await asyncio.wait([previous])
         if self._failure is not None:
-            self._slots.release()
+            self.window.release()
             self._unsent += 1
             return
         await self._run(lambda: self._target.send(message, sharding_key=key), [message], batch=False)
@@ -189,11 +212,42 @@ class PartitionSender:
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
+    def _on_busy(self, answer: BusyAnswer) -> None:
+        self.tally.busy_answers += 1
+        if self.window.busy():
+            logger.info(
+                "broker %s is busy (%s): at most %d request(s) in flight now",
+                answer.broker_name,
+                answer.remark,
+                self.window.limit,
+            )
+
+    async def _send_riding_out_busy(self, send: Callable[[], Awaitable[SendResult]]) -> SendResult:
+        """``send()``, sent again while the producer gives up on it as busy (so it was not stored)."""
+        refused_since: float | None = None
+        backoff: Backoff | None = None
+        while True:
+            try:
+                return await send()
+            except BrokerBusyError as exc:
+                now = time.monotonic()
+                refused_since = now if refused_since is None else refused_since
+                if self._failure is not None or now - refused_since >= self._flow_control_timeout_s:
+                    raise
+                self.window.busy()
+                self.tally.resends += 1
+                backoff = backoff or Backoff(
+                    RESEND_BACKOFF_INITIAL_MS, RESEND_BACKOFF_MAX_MS, random.Random()
+                )
+                delay_ms = backoff.next_delay_ms()
+                logger.info("sending again in %.0f ms a request refused as busy: %s", delay_ms, exc)
+                await asyncio.sleep(delay_ms / 1000)
+
     async def _run(
         self, send: Callable[[], Awaitable[SendResult]], messages: list[Message], *, batch: bool
     ) -> None:
         try:
-            result = await send()
+            result = await self._send_riding_out_busy(send)
         except Exception as exc:
             self._unsent += len(messages)
             if self._failure is None:
@@ -201,7 +255,8 @@ class PartitionSender:
                 logger.warning("a send failed, no further rows of this partition will be sent: %s", exc)
             return
         finally:
-            self._slots.release()
+            self.window.release()
+        self.window.succeeded()
         tally = self.tally
         tally.requests += 1
         tally.batches += batch

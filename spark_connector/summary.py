@@ -30,6 +30,9 @@ class PartitionReport:
     batches: int
     not_ok: int
     seconds: float
+    busy_answers: int = 0
+    resends: int = 0
+    smallest_window: int = 0
 
     @classmethod
     def of(cls, partition_id: int, attempt: int, tally: SendTally) -> PartitionReport:
@@ -42,6 +45,9 @@ class PartitionReport:
             tally.batches,
             tally.not_ok,
             round(tally.seconds, 6),
+            tally.busy_answers,
+            tally.resends,
+            tally.smallest_window,
         )
 
 
@@ -67,6 +73,11 @@ class CommitSummary:
     not_ok: int
     task_seconds: float
     partitions: tuple[PartitionReport, ...] = ()
+    #: Busy answers from the brokers and requests the tasks sent again (flow control); none was stored.
+    busy_answers: int = 0
+    resends: int = 0
+    #: The smallest in-flight window any task went down to (0 when no task reported).
+    smallest_window: int = 0
 
     @classmethod
     def of(
@@ -93,6 +104,9 @@ class CommitSummary:
             not_ok=sum(r.not_ok for r in done),
             task_seconds=round(sum(r.seconds for r in done), 6),
             partitions=tuple(sorted(done, key=lambda r: r.partition_id)),
+            busy_answers=sum(r.busy_answers for r in done),
+            resends=sum(r.resends for r in done),
+            smallest_window=min((r.smallest_window for r in done), default=0),
         )
 
     def describe(self) -> str:
@@ -104,6 +118,12 @@ class CommitSummary:
             f"{self.requests} request(s) ({self.batches} batch), {self.tasks} task(s) reported, "
             f"{self.failed_tasks} failed"
             + (f", {self.not_ok} stored with a status other than SEND_OK" if self.not_ok else "")
+            + (
+                f", broker busy {self.busy_answers} time(s): {self.resends} resend(s), "
+                f"window down to {self.smallest_window}"
+                if self.busy_answers or self.resends
+                else ""
+            )
         )
 
     def to_json(self) -> str:

@@ -55,7 +55,12 @@ async def _send_partition(options: SinkOptions, inputs: Iterable[Any]) -> Partit
         send_timeout_ms=options.send_timeout_ms,
     )
     async with producer:
-        sender = PartitionSender(producer, batch_size=options.batch_size, max_in_flight=options.max_in_flight)
+        sender = PartitionSender(
+            producer,
+            batch_size=options.batch_size,
+            max_in_flight=options.max_in_flight,
+            flow_control_timeout_ms=options.flow_control_timeout_ms,
+        )
         await sender.send_all(outgoing_chunks(inputs, topic=options.topic))
     return sender
 
@@ -68,11 +73,15 @@ def write_partition(options: SinkOptions, inputs: Iterable[Any]) -> SinkCommitMe
     sender = asyncio.run(_send_partition(options, inputs))
     report = PartitionReport.of(partition_id, attempt, sender.tally)
     logger.info(
-        "partition %d (attempt %d): %d message(s) acknowledged in %.3f s",
+        "partition %d (attempt %d): %d message(s) acknowledged in %.3f s (%d busy answer(s), %d resend(s), "
+        "smallest window %d)",
         partition_id,
         attempt,
         report.rows,
         report.seconds,
+        report.busy_answers,
+        report.resends,
+        report.smallest_window,
     )
     return SinkCommitMessage(report)
 

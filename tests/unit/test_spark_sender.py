@@ -13,6 +13,7 @@ import pytest
 from broker.testing import running_broker
 from nameserver import NameServer
 from producer import BrokerError, Message, MessageQueue, Producer, SendResult, SendStatus
+from producer.flow_control import BusyListener
 from spark_connector import RowError, SinkSendError
 from spark_connector.rows import Outgoing, messages_from_columns
 from spark_connector.sender import PartitionSender
@@ -63,6 +64,9 @@ class ScriptedTarget:
 
     async def send_batch(self, messages: Sequence[Message]) -> SendResult:
         return await self._answer("batch", messages, None)
+
+    def add_busy_listener(self, listener: BusyListener) -> None:
+        pass
 
 
 def outgoing(count: int, *, topic: str = "T", key: str | None = None, delay: int = 0) -> list[Outgoing]:
