@@ -8,7 +8,7 @@ connection per server, and its signing credentials) and gives the functions a st
 from __future__ import annotations
 
 import ssl as ssl_module
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from types import TracebackType
 from typing import Self
 
@@ -178,6 +178,9 @@ class Admin:
 
     async def broker_config(self, broker_addr: str) -> dict[str, str]:
         return await brokers.broker_config(self.rpc, broker_addr)
+
+    async def update_broker_config(self, broker_addr: str, settings: Mapping[str, str]) -> None:
+        await brokers.update_broker_config(self.rpc, broker_addr, settings)
 
     # -- groups ----------------------------------------------------------------------------------------
 

@@ -8,7 +8,7 @@ not the caller runs a loop of its own.
 from __future__ import annotations
 
 import ssl as ssl_module
-from collections.abc import Coroutine, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
@@ -145,6 +145,9 @@ class BlockingAdmin:
 
     def broker_config(self, broker_addr: str) -> dict[str, str]:
         return self._run(self._admin.broker_config(broker_addr))
+
+    def update_broker_config(self, broker_addr: str, settings: Mapping[str, str]) -> None:
+        self._run(self._admin.update_broker_config(broker_addr, settings))
 
     # -- groups ----------------------------------------------------------------------------------------
 

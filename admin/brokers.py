@@ -1,7 +1,10 @@
 """One broker's own view of itself: runtime figures (GET_BROKER_RUNTIME_INFO) and settings
-(GET_BROKER_CONFIG), what ``mqadmin brokerStatus`` and ``getBrokerConfig`` print."""
+(GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG), what ``mqadmin brokerStatus``, ``getBrokerConfig`` and
+``updateBrokerConfig`` do."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping
 
 from admin.errors import AdminError
 from admin.rpc import AdminRpc, check
@@ -29,3 +32,17 @@ async def broker_config(rpc: AdminRpc, broker_addr: str) -> dict[str, str]:
         return dict(PropertiesBody.from_text(response.body).properties)
     except CodecError as exc:
         raise AdminError(f"unreadable broker config from {broker_addr}: {exc}") from exc
+
+
+async def update_broker_config(rpc: AdminRpc, broker_addr: str, settings: Mapping[str, str]) -> None:
+    """Change settings of a running broker (Java names); the broker applies what it knows and persists it.
+
+    Apache's broker ignores names it does not know and refuses those on its ``configBlackList``.
+    """
+    if not settings:
+        raise AdminError("no setting to update")
+    body = PropertiesBody(properties=dict(settings)).to_text()
+    response = await rpc.server(
+        broker_addr, RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, body=body)
+    )
+    check(response, "broker config update", broker_addr)

@@ -200,6 +200,17 @@ async def test_broker_runtime_stats_and_config(local: LocalCluster, admin: Admin
     assert config["listenPort"] == local.broker_address.rsplit(":", 1)[1]
 
 
+async def test_update_broker_config_takes_effect_live(local: LocalCluster, admin: Admin) -> None:
+    before = await admin.broker_config(local.broker_address)
+    assert before["flushConsumerOffsetInterval"] != "1234"
+    await admin.update_broker_config(local.broker_address, {"flushConsumerOffsetInterval": "1234"})
+    after = await admin.broker_config(local.broker_address)
+    assert after["flushConsumerOffsetInterval"] == "1234"
+    assert after["brokerName"] == before["brokerName"]
+    with pytest.raises(AdminError, match="no setting"):
+        await admin.update_broker_config(local.broker_address, {})
+
+
 async def test_refusals_and_bad_input_are_admin_errors(local: LocalCluster, admin: Admin) -> None:
     with pytest.raises(TopicNotFoundError, match="NoSuchTopic"):
         await admin.topic_route("NoSuchTopic")
