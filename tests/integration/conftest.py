@@ -8,6 +8,7 @@ from tests.integration.cpp_peer.fixtures import cpp_client, cpp_client_unavailab
 from tests.integration.go_peer.fixtures import go_client, go_client_unavailable
 from tests.integration.java_peer.fixtures import java_client, java_client_unavailable
 from tests.integration.matrix import report as matrix_report
+from tests.integration.spark_fixtures import spark
 from tests.integration.unanswering import refused_namesrv, silent_namesrv
 
 __all__ = [
@@ -21,6 +22,7 @@ __all__ = [
     "refused_namesrv",
     "scenario_budget",
     "silent_namesrv",
+    "spark",
 ]
 
 

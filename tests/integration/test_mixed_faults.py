@@ -16,12 +16,9 @@ import collections
 import contextlib
 import logging
 import os
-import shutil
 import signal
-import tempfile
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -31,8 +28,7 @@ from consumer.testing import Received
 from producer import Message, Producer, SendStatus
 from producer.errors import ProducerError
 from tests.integration.apache.releases import ApacheRelease, full_releases
-from tests.integration.clusters import providers
-from tests.integration.clusters.fixture import skip_or_fail
+from tests.integration.clusters.fixture import dedicated_cluster, skip_or_fail
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.probe import eventually
@@ -54,22 +50,8 @@ CONSUME_S = 90.0
 @pytest.fixture(params=["apache", "python"], ids=lambda kind: f"kill-{kind}-broker")
 def two_broker_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[Cluster, Launch, str]]:
     release: ApacheRelease = full_releases()[-1]
-    wanted = f"mixed-apache-{release.version}-and-python-brokers"
-    found = [s for s in providers.provider_specs() if s.id == wanted]
-    if not found:
-        pytest.skip(f"{wanted} is not among the selected providers (ROCKETMQ_PROVIDERS)")
-    [spec] = found
-    reason = spec.unavailable()
-    if reason is not None:
-        skip_or_fail(reason)
-    root = Path(tempfile.mkdtemp(prefix="rmq-faults-"))
-    cluster, launch = providers.start_cluster(spec, root / "work", root / "logs")
-    try:
+    with dedicated_cluster(f"mixed-apache-{release.version}-and-python-brokers") as (cluster, launch, _):
         yield cluster, launch, request.param
-    finally:
-        leftovers = launch.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    assert not leftovers, leftovers
 
 
 async def send_for(

@@ -10,6 +10,7 @@ folder named at the end of the run) when a test that used the cluster failed, el
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import shutil
 import tempfile
@@ -20,8 +21,9 @@ from pathlib import Path
 import pytest
 
 from tests.integration.apache.cache import REQUIRE_ENV, peers_required
+from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import Cluster, ProviderUnavailable
-from tests.integration.clusters.providers import ProviderSpec, provider_specs, start_cluster
+from tests.integration.clusters.providers import PROVIDERS_ENV, ProviderSpec, provider_specs, start_cluster
 
 log = logging.getLogger("tests.clusters.fixture")
 
@@ -76,6 +78,42 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         else:
             shutil.rmtree(root, ignore_errors=True)
     assert not leftovers, f"cluster {spec.id} left processes behind: {leftovers}"
+
+
+@contextlib.contextmanager
+def dedicated_cluster(provider_id: str) -> Iterator[tuple[Cluster, Launch, ProviderSpec]]:
+    """A cluster of provider ``provider_id`` for one scenario alone, for scenarios that change brokers'
+    settings or kill them (the shared ``cluster`` must stay as every other scenario expects it).
+
+    Skips when the provider is not selected (``ROCKETMQ_PROVIDERS``) or cannot run here (fails instead
+    where peers are required); stops every process by pid afterwards and fails if one survives.
+    """
+    found = [spec for spec in provider_specs() if spec.id == provider_id]
+    if not found:
+        pytest.skip(f"{provider_id} is not among the selected providers ({PROVIDERS_ENV})")
+    [spec] = found
+    reason = spec.unavailable()
+    if reason is not None:
+        skip_or_fail(reason)
+    root = Path(tempfile.mkdtemp(prefix=f"rmq-dedicated-{provider_id}-"))
+    try:
+        running, launch = start_cluster(spec, root / "work", root / "logs")
+    except ProviderUnavailable as exc:
+        shutil.rmtree(root, ignore_errors=True)
+        skip_or_fail(str(exc))
+    except BaseException:
+        KEPT_LOGS.append(root / "logs")
+        raise
+    try:
+        yield running, launch, spec
+    finally:
+        leftovers = launch.stop()
+        if leftovers:
+            KEPT_LOGS.append(root / "logs")
+            shutil.rmtree(root / "work", ignore_errors=True)
+        else:
+            shutil.rmtree(root, ignore_errors=True)
+    assert not leftovers, f"cluster {provider_id} left processes behind: {leftovers}"
 
 
 @pytest.fixture

@@ -1,0 +1,36 @@
+"""The ``spark`` fixture for integration modules that write to real clusters through the connector.
+
+``conftest.py`` offers it to every module. One local session (``local[2]``, workers on this interpreter)
+per module; skipped, with the reason, when pyspark, pyarrow or Java is missing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from spark_connector.testing import LocalCluster, local_spark, spark_unavailable_reason
+
+
+@pytest.fixture(scope="module")
+def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
+    """The session, warmed up: Spark's first job with a Python data source starts and primes its Python
+    workers (10-20 s on a busy machine), which belongs to set-up rather than to a scenario's budget."""
+    missing = spark_unavailable_reason()
+    if missing is not None:
+        pytest.skip(missing)
+    session = local_spark("rocketmq-cluster-tests")
+    try:
+        with LocalCluster(tmp_path_factory.mktemp("spark-warm-up") / "store") as local:
+            schema = "body string, tags string"
+            frame = session.createDataFrame([("warm-up", "w")], schema)
+            frame.write.format("rocketmq").option("namesrv", local.namesrv_address).option(
+                "topic", "SparkWarmUp"
+            ).mode("append").save()
+            reader = session.read.format("rocketmq").option("namesrv", local.namesrv_address)
+            assert reader.option("topic", "SparkWarmUp").load().count() == 1
+        yield session
+    finally:
+        session.stop()
