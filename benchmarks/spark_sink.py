@@ -1,7 +1,9 @@
 """Spark sink throughput against the raw asyncio producer, at the same parallelism, in one run.
 
-The project's NameServer and Broker run in a child process of their own. Both sides then write the same
-number of messages of the same size to the same topic:
+The cluster is any set-up of the integration suite (``--setup``): ``python``, the project's NameServer and
+Broker in processes of their own (the default), or ``binaries-4.9.7``, ``binaries-5.3.3``, … , Apache's
+NameServer and Broker from Maven Central. Both sides then write the same number of messages of the same
+size to the same topic:
 
 * raw: ``--parallelism`` processes, each one ``producer.Producer`` keeping ``--in-flight`` sends
   outstanding (timed from the start signal until every process has all acknowledgements, producer start
@@ -9,8 +11,8 @@ number of messages of the same size to the same topic:
 * sink: ``df.write.format("rocketmq")`` from a ``local[parallelism]`` session with as many partitions,
   ``max.in.flight`` = ``--in-flight`` (timed around ``save()``, after a warm-up job).
 
-    .venv/bin/python benchmarks/spark_sink.py [--messages 50000] [--size 100] [--parallelism 2]
-                                               [--in-flight 64] [--batch-size 1]
+    .venv/bin/python benchmarks/spark_sink.py [--setup python] [--messages 50000] [--size 100]
+                                               [--parallelism 2] [--in-flight 64] [--batch-size 1]
 
 Prints messages/s of both and their ratio; the target is a sink at 0.8 x the raw producer or better.
 """
@@ -21,7 +23,6 @@ import argparse
 import asyncio
 import logging
 import multiprocessing
-import multiprocessing.connection
 import multiprocessing.synchronize
 import os
 import sys
@@ -32,30 +33,15 @@ from typing import Any
 
 # Run as a script, this folder comes first on the import path, and its producer.py / broker.py benchmarks
 # would shadow the packages of those names: drop that entry before anything imports them.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
+_HERE = os.path.dirname(os.path.abspath(__file__))
+if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
     del sys.path[0]
+sys.path.append(os.path.dirname(_HERE))  # the repository root: tests.integration starts the servers
+sys.path.append(_HERE)  # after the packages: for _clusters only
+from _clusters import create_topic, provider_cluster, stored_count  # noqa: E402
 
 TOPIC = "SparkSinkBench"
 QUEUES = 8
-
-
-def serve_cluster(store: str, conn: multiprocessing.connection.Connection) -> None:
-    """Child process: NameServer + Broker until the parent says stop (or goes away)."""
-    from spark_connector.testing import LocalCluster
-
-    logging.basicConfig(level=logging.WARNING)
-    with LocalCluster(Path(store)) as cluster:
-        cluster.create_topic(TOPIC, QUEUES)
-        conn.send(cluster.namesrv_address)
-        try:
-            while True:
-                request = conn.recv()
-                if request == "count":
-                    conn.send(cluster.message_count(TOPIC))
-                else:
-                    break
-        except EOFError:
-            pass
 
 
 async def _raw_sends(namesrv: str, count: int, in_flight: int, size: int) -> None:
@@ -163,6 +149,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
+    parser.add_argument("--setup", default="python", help="python, binaries-4.9.7, binaries-5.3.3, …")
     parser.add_argument("--messages", type=int, default=50_000)
     parser.add_argument("--size", type=int, default=100, help="body bytes")
     parser.add_argument("--parallelism", type=int, default=2, help="raw processes = Spark cores = partitions")
@@ -176,34 +163,26 @@ def main() -> None:
     missing = spark_unavailable_reason()
     if missing is not None:
         sys.exit(f"cannot run: {missing}")
-    context = multiprocessing.get_context("spawn")
-    parent, child = context.Pipe()
+    logging.basicConfig(level=logging.WARNING)
     raws: list[float] = []
     sinks: list[tuple[float, Any]] = []
-    with tempfile.TemporaryDirectory() as scratch:
-        server = context.Process(target=serve_cluster, args=(scratch + "/store", child), daemon=True)
-        server.start()
+    with provider_cluster(args.setup) as cluster, tempfile.TemporaryDirectory() as scratch:
+        namesrv = cluster.namesrv  # type: ignore[attr-defined]
+        asyncio.run(create_topic(namesrv, cluster.cluster_name, TOPIC, QUEUES))  # type: ignore[attr-defined]
+        runner = SinkRunner(namesrv, args, Path(scratch))
         try:
-            namesrv = parent.recv()
-            runner = SinkRunner(namesrv, args, Path(scratch))
-            try:
-                for _ in range(args.rounds):
-                    raws.append(measure_raw(namesrv, args))
-                    sinks.append(runner.measure())
-            finally:
-                runner.close()
-            parent.send("count")
-            stored = parent.recv()
+            for _ in range(args.rounds):
+                raws.append(measure_raw(namesrv, args))
+                sinks.append(runner.measure())
         finally:
-            parent.send("stop")
-            server.join(30)
-            if server.is_alive():
-                server.kill()
-                server.join()
+            runner.close()
+        stored = asyncio.run(stored_count(namesrv, TOPIC))
+        broker_kinds = ", ".join(sorted({b.kind for b in cluster.brokers}))  # type: ignore[attr-defined]
     raw = max(raws)
     sink, summary = max(sinks, key=lambda result: result[0])
     per_round = args.messages // args.parallelism * args.parallelism + args.messages
     expected = per_round * args.rounds + args.parallelism * 100
+    print(f"set-up {args.setup} (broker: {broker_kinds})")
     print(
         f"{args.messages} messages of {args.size} B, parallelism {args.parallelism}, "
         f"{args.in_flight} in flight per producer, sink batch.size {args.batch_size}"
