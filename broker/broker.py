@@ -19,6 +19,7 @@ from typing import Any
 from broker.clients import ConsumerManager, ProducerManager
 from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig
+from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl
 from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
@@ -114,6 +115,7 @@ class Broker:
         self._schedule: ScheduleMessageService | None = None
         self._transactions: TransactionalMessageService | None = None
         self._pull_holder: PullRequestHoldService | None = None
+        self._send_flow_control: SendFlowControl | None = None
         self._chores: list[PeriodicTask] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._register_again = False
@@ -151,6 +153,13 @@ class Broker:
         if self._pull_holder is None:
             raise BrokerNotStartedError("the broker is not started")
         return self._pull_holder
+
+    @property
+    def send_flow_control(self) -> SendFlowControl:
+        """The gate in front of the send handlers (fast failure), with its queue figures."""
+        if self._send_flow_control is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._send_flow_control
 
     @property
     def address(self) -> str:
@@ -276,8 +285,11 @@ class Broker:
             RequestCode.GET_ALL_CONSUMER_OFFSET: GetAllConsumerOffsetProcessor(self),
             RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(self),
         }
+        # One gate for every send code: they share Apache's send queue, hence its capacity and wait.
+        self._send_flow_control = flow_control = SendFlowControl(self.config, self.store)
         for code, handler in table.items():
-            self.server.register(code, guarded(handler))
+            gate = flow_control if code in SEND_REQUEST_CODES else None
+            self.server.register(code, guarded(handler), gate=gate)
 
     def _start_chores(self) -> None:
         config = self.config
@@ -389,6 +401,10 @@ class Broker:
         self.config_version.timestamp = self.clock.now_ms()
         self.subscription_groups.auto_create = self.config.auto_create_subscription_group
         self.lock_manager.max_live_ms = self.config.rebalance_lock_max_live_time
+        if self._store is not None:
+            self._store.reconfigure(
+                os_page_cache_busy_timeout_ms=self.config.os_page_cache_busy_time_out_mills
+            )
         log.info("broker settings changed: %s", ", ".join(keys))
         if "brokerPermission" in keys:
             self._topics_changed()

@@ -88,6 +88,10 @@ class BrokerConfig:
     transaction_time_out: int = _setting("transactionTimeOut", 6000)
     transaction_check_max: int = _setting("transactionCheckMax", 15)
     transaction_check_interval: int = _setting("transactionCheckInterval", 60_000)
+    # fast failure: refusing sends with SYSTEM_BUSY before they are stored (broker/flow_control.py)
+    broker_fast_failure_enable: bool = _setting("brokerFastFailureEnable", True)
+    wait_time_mills_in_send_queue: int = _setting("waitTimeMillsInSendQueue", 200)
+    send_thread_pool_queue_capacity: int = _setting("sendThreadPoolQueueCapacity", 10_000)
     # store
     store_path_root_dir: str = _setting("storePathRootDir", str(Path.home() / "store"))
     flush_disk_type: str = _setting("flushDiskType", FlushDiskType.ASYNC_FLUSH.value)
@@ -107,6 +111,7 @@ class BrokerConfig:
     max_transfer_bytes_on_message_in_memory: int = _setting("maxTransferBytesOnMessageInMemory", 262_144)
     max_transfer_count_on_message_in_memory: int = _setting("maxTransferCountOnMessageInMemory", 32)
     check_crc_on_recover: bool = _setting("checkCRCOnRecover", True)
+    os_page_cache_busy_time_out_mills: int = _setting("osPageCacheBusyTimeOutMills", 1000)
     config_black_list: str = _setting("configBlackList", DEFAULT_CONFIG_BLACKLIST)
 
     # -- derived values ---------------------------------------------------------------------------------
@@ -159,6 +164,7 @@ class BrokerConfig:
             file_reserved_time_hours=self.file_reserved_time,
             delete_when=self.delete_when,
             disk_max_used_space_ratio=self.disk_max_used_space_ratio,
+            os_page_cache_busy_timeout_ms=self.os_page_cache_busy_time_out_mills,
         )
 
     def validate(self) -> None:

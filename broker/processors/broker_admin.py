@@ -1,8 +1,9 @@
 """GET_BROKER_RUNTIME_INFO, GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG: ``mqadmin brokerStatus``,
 ``getBrokerConfig`` and ``updateBrokerConfig``.
 
-The runtime table has the keys a 4.9 broker reports (the thread-pool figures of a Java broker are fixed
-here: this broker has no such pools), so tools that read particular keys find them.
+The runtime table has the keys a 4.9 broker reports, so tools that read particular keys find them. This
+broker has no thread pools: the send-queue figures are those of the send flow control (sends waiting for
+the event loop, see ``broker/flow_control.py``); the other pools' figures are fixed.
 """
 
 from __future__ import annotations
@@ -58,6 +59,7 @@ class GetBrokerRuntimeInfoProcessor:
         total_tps = found_tps + miss_tps
         average = stats.put_size_total / stats.put_times_total if stats.put_times_total else 0.0
         min_offset = store.min_physical_offset if store.max_physical_offset > 0 else -1
+        sends = broker.send_flow_control
         table = {
             "brokerVersionDesc": MQVersion.name_of(DEFAULT_VERSION),
             "brokerVersion": str(DEFAULT_VERSION),
@@ -86,13 +88,13 @@ class GetBrokerRuntimeInfoProcessor:
             "consumeQueueDiskRatio": ratio_text,
             "dispatchBehindBytes": "0",
             "dispatchMaxBuffer": "0",
-            "pageCacheLockTimeMills": "0",
+            "pageCacheLockTimeMills": str(store.lock_time_ms()),
             "remainHowManyDataToFlush": "0 B",
             "remainTransientStoreBufferNumbs": "2147483647",
             "startAcceptSendRequestTimeStamp": "0",
-            "sendThreadPoolQueueSize": "0",
-            "sendThreadPoolQueueCapacity": "10000",
-            "sendThreadPoolQueueHeadWaitTimeMills": "0",
+            "sendThreadPoolQueueSize": str(sends.queued),
+            "sendThreadPoolQueueCapacity": str(broker.config.send_thread_pool_queue_capacity),
+            "sendThreadPoolQueueHeadWaitTimeMills": str(sends.head_wait_ms()),
             "pullThreadPoolQueueSize": str(broker.pull_holder.held_count),
             "pullThreadPoolQueueCapacity": "100000",
             "pullThreadPoolQueueHeadWaitTimeMills": "0",

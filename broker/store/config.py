@@ -30,6 +30,9 @@ class StoreConfig:
     non-matching entries (Apache's ``maxFilterMessageSize``). Retention deletes time-expired segments at
     the ``delete_when`` hours or whenever disk usage is above ``disk_max_used_space_ratio`` percent, and
     deletes segments regardless of age while usage is above ``disk_space_clean_forcibly_ratio``.
+    ``os_page_cache_busy_timeout_ms`` (Apache's ``osPageCacheBusyTimeOutMills``) is how long one append
+    may hold the commit-log lock before the store reports its page cache busy and the broker starts
+    refusing sends.
     """
 
     commit_log_segment_size: int = 1024 * 1024 * 1024
@@ -51,6 +54,7 @@ class StoreConfig:
     disk_max_used_space_ratio: int = 75
     disk_space_clean_forcibly_ratio: float = 0.85
     delete_files_batch_max: int = 10
+    os_page_cache_busy_timeout_ms: int = 1000
 
     def __post_init__(self) -> None:
         if self.commit_log_segment_size < 1024:

@@ -31,6 +31,7 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
+from typing import Any
 
 from broker.store.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from broker.store.commit_log import CommitLog
@@ -63,6 +64,12 @@ log = logging.getLogger("broker.store")
 _VALID_TOPIC = re.compile(r"[%|a-zA-Z0-9_-]+")
 #: The properties length field is a Java short.
 _MAX_PROPERTIES = 0x7FFF
+#: Apache ignores a lock held longer than this (ms) when judging the page cache: a stale timestamp, not load.
+_STALE_LOCK_MS = 10_000_000
+#: Apache warns about an append that held the commit-log lock longer than this (ms).
+_SLOW_LOCK_WARN_MS = 500
+#: Settings :meth:`MessageStore.reconfigure` may change while the store runs: read afresh on every use.
+_LIVE_SETTINGS = frozenset({"os_page_cache_busy_timeout_ms"})
 
 
 def _now_ms() -> int:
@@ -113,6 +120,10 @@ class MessageStore:
         self._lock_fd: int | None = None
         self._open = False
         self._last_store_timestamp = 0
+        # Apache's CommitLog.beginTimeInLock: store-clock ms an append took the lock, 0 when none holds it.
+        self._begin_time_in_lock = 0
+        # When the last append that held the lock past os_page_cache_busy_timeout_ms let go of it (0: never).
+        self._slow_append_ended_at = 0
         self._saved_checkpoint = -1
         self._sync_executor: ThreadPoolExecutor | None = None
         self._background_executor: ThreadPoolExecutor | None = None
@@ -233,6 +244,68 @@ class MessageStore:
     def is_open(self) -> bool:
         return self._open
 
+    def reconfigure(self, **changes: Any) -> None:
+        """Change settings that take effect while the store runs (``os_page_cache_busy_timeout_ms``); the
+        others shape files and services built at open, so changing them here would be a lie."""
+        fixed = sorted(set(changes) - _LIVE_SETTINGS)
+        if fixed:
+            raise ValueError(f"store settings {', '.join(fixed)} cannot change while the store runs")
+        self.config = dataclasses.replace(self.config, **changes)
+
+    # ------------------------------------------------------------------------------------------------------
+    # page-cache pressure (Apache's fast failure reads these to refuse sends before they are stored)
+
+    @property
+    def begin_time_in_lock(self) -> int:
+        """Store-clock ms at which the append in progress took the commit-log lock; 0 when none is."""
+        return self._begin_time_in_lock
+
+    @property
+    def slow_append_ended_at(self) -> int:
+        """Store-clock ms at which the last append slower than ``os_page_cache_busy_timeout_ms`` ended
+        (0: none yet)."""
+        return self._slow_append_ended_at
+
+    def lock_time_ms(self) -> int:
+        """How long the append in progress has held the lock, 0 if none (``pageCacheLockTimeMills``)."""
+        begin = self._begin_time_in_lock
+        return max(0, self._clock() - begin) if begin > 0 else 0
+
+    def is_os_page_cache_busy(self) -> bool:
+        """Apache's ``isOSPageCacheBusy``: an append has held the commit-log lock for longer than
+        ``os_page_cache_busy_timeout_ms`` and is still holding it.
+
+        Writing into the page cache only stalls when the kernel is short of clean pages or the disk lags,
+        so a long-held lock is how the store notices I/O pressure. With no append in progress the begin
+        time is 0, the difference is the whole epoch, and the upper bound (as in Apache) says "not busy".
+        """
+        diff = self._clock() - self._begin_time_in_lock
+        return 0 < diff < _STALE_LOCK_MS and diff > self.config.os_page_cache_busy_timeout_ms
+
+    def was_os_page_cache_busy_within(self, window_ms: float) -> bool:
+        """True if the page cache is busy now or was busy at some point of the last ``window_ms``.
+
+        Appends run on the caller's thread; on an event loop a slow one blocks everything, so no check can
+        happen *during* it. A request that had been waiting since before such an append ended was waiting
+        through a busy period, which is when Apache's cleaner answers queued sends: this tells the broker
+        so. The store clock counts whole milliseconds, so a request must have waited more than a
+        millisecond longer than the time since the slow append ended to count (a request that arrived
+        just after it never sees a spurious refusal).
+        """
+        if self.is_os_page_cache_busy():
+            return True
+        ended = self._slow_append_ended_at
+        return ended > 0 and window_ms > self._clock() - ended + 1
+
+    def _lock_released(self, began: int) -> None:
+        ended = self._clock()
+        self._begin_time_in_lock = 0
+        held = ended - began
+        if held > self.config.os_page_cache_busy_timeout_ms:
+            self._slow_append_ended_at = ended
+        if held > _SLOW_LOCK_WARN_MS:
+            log.warning("a commit-log append held the lock for %d ms", held)
+
     # ------------------------------------------------------------------------------------------------------
     # durability
 
@@ -321,6 +394,7 @@ class MessageStore:
             if not self._open:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
             now = self._clock()
+            self._begin_time_in_lock = now
             stored: list[MessageExt] = []
 
             def build(offset: int) -> bytes:
@@ -368,6 +442,8 @@ class MessageStore:
             except OSError:
                 log.exception("commit-log write failed")
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
+            finally:
+                self._lock_released(now)
             for record in stored:
                 self._dispatcher.dispatch(record, record.commit_log_offset, record.store_size)
             self._last_store_timestamp = now

@@ -6,7 +6,7 @@ several clients and servers can live in one process without interfering.
 
 from rocketmq_wire.transport.client import DEFAULT_CONNECT_TIMEOUT_MS, RemotingClient
 from rocketmq_wire.transport.connection import Connection
-from rocketmq_wire.transport.dispatch import Handler, RequestDispatcher
+from rocketmq_wire.transport.dispatch import Handler, RequestDispatcher, RequestGate
 from rocketmq_wire.transport.errors import (
     RemotingClosedError,
     RemotingConnectError,
@@ -30,4 +30,5 @@ __all__ = [
     "RemotingServer",
     "RemotingTimeoutError",
     "RequestDispatcher",
+    "RequestGate",
 ]

@@ -15,6 +15,12 @@ Each request runs in its own task, so a slow handler does not hold up the connec
 with ``ordered=True`` instead run one at a time, in arrival order, per connection (all ordered codes of one
 connection share that lane). A connection whose peer keeps more than ``max_in_flight`` requests unfinished
 stops being read until it drops back to half that, which bounds the tasks and buffered answers one peer costs.
+
+A registration may carry a :class:`RequestGate`: an admission hook for servers that protect themselves under
+load (a broker refusing sends with SYSTEM_BUSY, as Apache's does). The time between a request's arrival and
+its handler's start is the time it waited for the event loop, i.e. its time in queue; the gate sees both
+ends of that wait and may answer instead of the handler at either end. The gate holds the policy (what to
+refuse, with which answer); this module only promises when it is asked.
 """
 
 from __future__ import annotations
@@ -26,7 +32,7 @@ import traceback
 from collections import deque
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
@@ -41,10 +47,46 @@ Handler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | No
 DEFAULT_MAX_IN_FLIGHT = 4096
 
 
+class RequestGate(Protocol):
+    """Admission control for the requests of the codes it is registered with.
+
+    All three methods are called on the event loop and must not block; ``arrived_at`` is the loop's
+    ``time()`` (seconds, monotonic) when the request arrived, the same value in every call about one request.
+
+    * :meth:`on_arrival` is called as the request arrives, before a task exists for it. Returning a response
+      refuses the request: that response is the answer (none for a oneway) and the gate hears nothing more
+      about it. Returning ``None`` admits it: it is now queued.
+    * Every admitted request then gets exactly one of :meth:`on_start` (its turn has come: return a response
+      to answer with that instead of running the handler, ``None`` to run the handler) or :meth:`on_cancel`
+      (it will never start: the dispatcher closed before its turn), so a gate can count what is queued.
+    """
+
+    def on_arrival(
+        self, request: RemotingCommand, conn: Connection, arrived_at: float
+    ) -> RemotingCommand | None: ...
+
+    def on_start(
+        self, request: RemotingCommand, conn: Connection, arrived_at: float
+    ) -> RemotingCommand | None: ...
+
+    def on_cancel(self, request: RemotingCommand, conn: Connection, arrived_at: float) -> None: ...
+
+
 @dataclass(frozen=True, slots=True)
 class _Registration:
     handler: Handler
     ordered: bool
+    gate: RequestGate | None = None
+
+
+@dataclass(slots=True)
+class _Job:
+    """One admitted request on its way to its handler; ``started`` once the gate has been told so."""
+
+    registration: _Registration
+    request: RemotingCommand
+    arrived_at: float
+    started: bool = False
 
 
 @dataclass(slots=True)
@@ -53,8 +95,8 @@ class _PeerState:
 
     in_flight: int = 0
     paused: bool = False
-    lane: deque[tuple[Handler, RemotingCommand]] = field(default_factory=deque)
-    lane_running: bool = False
+    lane: deque[_Job] = field(default_factory=deque)
+    lane_task: asyncio.Task[None] | None = None
 
 
 def describe_exception(exc: BaseException) -> str:
@@ -89,9 +131,12 @@ class RequestDispatcher:
         for code, handler in (handlers or {}).items():
             self.register(code, handler)
 
-    def register(self, code: int, handler: Handler, *, ordered: bool = False) -> None:
-        """Route ``code`` to ``handler``, replacing any earlier registration for it."""
-        self._handlers[int(code)] = _Registration(handler, ordered)
+    def register(
+        self, code: int, handler: Handler, *, ordered: bool = False, gate: RequestGate | None = None
+    ) -> None:
+        """Route ``code`` to ``handler``, replacing any earlier registration for it; ``gate`` admits (or
+        refuses) each request of that code on arrival and again when its handler is about to start."""
+        self._handlers[int(code)] = _Registration(handler, ordered, gate)
 
     def register_default(self, handler: Handler | None, *, ordered: bool = False) -> None:
         """Handle every unregistered code (Java's default processor); ``None`` restores NOT_SUPPORTED."""
@@ -111,6 +156,12 @@ class RequestDispatcher:
         if registration is None:
             self._reject_unsupported(request, conn)
             return
+        arrived_at = 0.0
+        gate = registration.gate
+        if gate is not None:
+            arrived_at = asyncio.get_running_loop().time()
+            if not self._admit(gate, request, conn, arrived_at):
+                return
         peer = self._peers.get(conn)
         if peer is None:
             peer = self._peers[conn] = _PeerState()
@@ -120,13 +171,15 @@ class RequestDispatcher:
             peer.paused = True
             logger.debug("%s has %d requests in flight: pausing reads", conn.remote_address, peer.in_flight)
             conn.pause_reading()
+        job = _Job(registration, request, arrived_at)
         if registration.ordered:
-            peer.lane.append((registration.handler, request))
-            if not peer.lane_running:
-                peer.lane_running = True
-                self._spawn(self._drain_lane(conn, peer))
+            peer.lane.append(job)
+            if peer.lane_task is None:
+                task = peer.lane_task = self._spawn(self._drain_lane(conn, peer))
+                task.add_done_callback(lambda done: self._lane_never_ran(done, conn, peer))
         else:
-            self._spawn(self._handle_one(registration.handler, request, conn, peer))
+            task = self._spawn(self._handle_one(job, conn, peer))
+            task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
 
     async def close(self) -> None:
         """Stop taking requests and cancel the handlers still running; returns once they have all ended."""
@@ -139,10 +192,11 @@ class RequestDispatcher:
 
     # -- internals -------------------------------------------------------------------------------------
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> asyncio.Task[None]:
         task = asyncio.get_running_loop().create_task(coro)
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+        return task
 
     def _forget(self, conn: Connection) -> None:
         self._peers.pop(conn, None)
@@ -156,28 +210,82 @@ class RequestDispatcher:
             )
             conn.resume_reading()
 
-    async def _handle_one(
-        self, handler: Handler, request: RemotingCommand, conn: Connection, peer: _PeerState
-    ) -> None:
+    def _admit(
+        self, gate: RequestGate, request: RemotingCommand, conn: Connection, arrived_at: float
+    ) -> bool:
+        """Ask the gate on arrival; answer its refusal at once. True if the request may be queued."""
         try:
-            await self._run(handler, request, conn)
+            refusal = gate.on_arrival(request, conn, arrived_at)
+        except Exception as exc:
+            logger.exception("request gate for code %d failed on arrival", request.code)
+            refusal = request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
+        if refusal is None:
+            return True
+        if not request.is_oneway:
+            refusal.opaque = request.opaque
+            refusal.serialize_type = request.serialize_type
+            try:
+                conn.send_response_nowait(refusal)
+            except RemotingClosedError:
+                pass
+        return False
+
+    # A task cancelled before its first step never runs its coroutine, ``finally`` clauses included (the
+    # server closing with requests still queued): these done callbacks settle such tasks' jobs instead.
+
+    def _job_never_ran(self, job: _Job, conn: Connection, peer: _PeerState) -> None:
+        if not job.started:
+            self._abandon(job, conn)
+            self._finished(conn, peer)
+
+    def _lane_never_ran(self, task: asyncio.Task[None], conn: Connection, peer: _PeerState) -> None:
+        if peer.lane_task is task:
+            peer.lane_task = None
+            self._abandon_lane(conn, peer)
+
+    def _abandon_lane(self, conn: Connection, peer: _PeerState) -> None:
+        while peer.lane:
+            self._abandon(peer.lane.popleft(), conn)
+            self._finished(conn, peer)
+
+    def _abandon(self, job: _Job, conn: Connection) -> None:
+        job.started = True  # the gate hears about each job once
+        gate = job.registration.gate
+        if gate is None:
+            return
+        try:
+            gate.on_cancel(job.request, conn, job.arrived_at)
+        except Exception:
+            logger.exception("request gate for code %d failed on cancel", job.request.code)
+
+    async def _handle_one(self, job: _Job, conn: Connection, peer: _PeerState) -> None:
+        try:
+            await self._run(job, conn)
         finally:
             self._finished(conn, peer)
 
     async def _drain_lane(self, conn: Connection, peer: _PeerState) -> None:
         try:
             while peer.lane:
-                handler, request = peer.lane.popleft()
+                job = peer.lane.popleft()
                 try:
-                    await self._run(handler, request, conn)
+                    await self._run(job, conn)
                 finally:
                     self._finished(conn, peer)
         finally:
-            peer.lane_running = False
+            peer.lane_task = None
+            self._abandon_lane(conn, peer)  # only left over when cancelled
 
-    async def _run(self, handler: Handler, request: RemotingCommand, conn: Connection) -> None:
+    async def _run(self, job: _Job, conn: Connection) -> None:
+        request = job.request
+        job.started = True
+        response: RemotingCommand | None = None
         try:
-            response = await handler(request, conn)
+            gate = job.registration.gate
+            if gate is not None:
+                response = gate.on_start(request, conn, job.arrived_at)
+            if response is None:
+                response = await job.registration.handler(request, conn)
         except Exception as exc:
             logger.exception(
                 "handler for request code %d (opaque %d) from %s failed",

@@ -17,7 +17,7 @@ from types import TracebackType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.framing import MAX_FRAME_SIZE
 from rocketmq_wire.transport.connection import Connection
-from rocketmq_wire.transport.dispatch import DEFAULT_MAX_IN_FLIGHT, Handler, RequestDispatcher
+from rocketmq_wire.transport.dispatch import DEFAULT_MAX_IN_FLIGHT, Handler, RequestDispatcher, RequestGate
 from rocketmq_wire.transport.listeners import ConnectionListener, ConnectionListeners
 from rocketmq_wire.transport.opaque import OpaqueCounter
 
@@ -67,9 +67,14 @@ class RemotingServer:
 
     # -- configuration ---------------------------------------------------------------------------------
 
-    def register(self, code: int, handler: Handler, *, ordered: bool = False) -> None:
-        """Serve ``code`` with ``handler``; ``ordered`` ones run one at a time per connection, in order."""
-        self._dispatcher.register(code, handler, ordered=ordered)
+    def register(
+        self, code: int, handler: Handler, *, ordered: bool = False, gate: RequestGate | None = None
+    ) -> None:
+        """Serve ``code`` with ``handler``; ``ordered`` ones run one at a time per connection, in order.
+
+        ``gate`` (see :class:`~rocketmq_wire.transport.dispatch.RequestGate`) may refuse a request as it
+        arrives or, instead of running ``handler``, when its turn comes."""
+        self._dispatcher.register(code, handler, ordered=ordered, gate=gate)
 
     def register_default(self, handler: Handler | None, *, ordered: bool = False) -> None:
         """Serve every code without its own handler (instead of answering REQUEST_CODE_NOT_SUPPORTED)."""

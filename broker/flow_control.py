@@ -1,0 +1,178 @@
+"""Refusing sends with SYSTEM_BUSY before anything is stored, the way Apache's broker protects itself.
+
+An Apache broker hands send requests (SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE,
+CONSUMER_SEND_MSG_BACK) to a thread pool with a bounded queue. It refuses a send when:
+
+* the store's page cache is busy as the request arrives (the send processor's ``rejectRequest``):
+  ``[REJECTREQUEST]...``;
+* the send queue is full (``sendThreadPoolQueueCapacity``): ``[OVERLOAD]...``;
+* with ``brokerFastFailureEnable``, its ``BrokerFastFailure`` cleaner (every 10 ms) answers whatever is
+  queued while the page cache is busy (``[PCBUSY_CLEAN_QUEUE]...``) and any send that has waited at least
+  ``waitTimeMillsInSendQueue`` ms (``[TIMEOUT_CLEAN_QUEUE]...``). A refused send is never processed.
+
+Producers treat SYSTEM_BUSY as "try another broker" (and retry), so answering early under load beats
+answering late or timing out. Here the event loop is the thread pool: the time between the dispatcher
+receiving a request and its handler starting is its time in queue, and :class:`SendFlowControl` is the
+:class:`~rocketmq_wire.transport.RequestGate` that sees both ends of that wait. Apache's cleaner would answer
+a queued request at some moment of its wait; this gate answers it at the end of the wait, instead of
+processing it, which is the same answer to the client.
+
+As in Apache, only the cleaner's refusals depend on ``brokerFastFailureEnable``; a busy page cache on
+arrival and a full queue are refused whatever that flag says.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections import Counter, OrderedDict
+from collections.abc import Callable
+from typing import Protocol
+
+from broker.config import BrokerConfig
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.transport import Connection
+
+log = logging.getLogger("broker.flow_control")
+
+#: The requests Apache runs on its send executor, so the ones this gate watches.
+SEND_REQUEST_CODES: tuple[int, ...] = (
+    RequestCode.SEND_MESSAGE,
+    RequestCode.SEND_MESSAGE_V2,
+    RequestCode.SEND_BATCH_MESSAGE,
+    RequestCode.CONSUMER_SEND_MSG_BACK,
+)
+
+REJECT_REQUEST = "REJECTREQUEST"
+OVERLOAD = "OVERLOAD"
+PCBUSY_CLEAN_QUEUE = "PCBUSY_CLEAN_QUEUE"
+TIMEOUT_CLEAN_QUEUE = "TIMEOUT_CLEAN_QUEUE"
+
+#: How often (ms of loop time) refusals are summarised at WARNING; each one is logged at DEBUG.
+_WARN_EVERY_MS = 10_000
+
+
+def system_busy_remark(reason: str) -> str:
+    """Apache's remark for a send refused on arrival (REJECTREQUEST, OVERLOAD)."""
+    return f"[{reason}]system busy, start flow control for a while"
+
+
+def cleaned_remark(reason: str, waited_ms: int, queued: int) -> str:
+    """Apache's remark for a queued send the cleaner answered (PCBUSY_CLEAN_QUEUE, TIMEOUT_CLEAN_QUEUE)."""
+    return (
+        f"[{reason}]broker busy, start flow control for a while, "
+        f"period in queue: {waited_ms}ms, size of queue: {queued}"
+    )
+
+
+class PageCacheProbe(Protocol):
+    """What the gate asks the store (:class:`~broker.store.MessageStore` provides it)."""
+
+    def is_os_page_cache_busy(self) -> bool: ...
+
+    def was_os_page_cache_busy_within(self, window_ms: float) -> bool: ...
+
+
+def _loop_time() -> float:
+    return asyncio.get_running_loop().time()
+
+
+class SendFlowControl:
+    """The send queue's admission policy: one instance shared by every send code and connection.
+
+    Settings are read from ``config`` on every request, so UPDATE_BROKER_CONFIG takes effect at once.
+    ``now`` is the clock ``arrived_at`` comes from (the event loop's, seconds); tests may hand in another.
+    """
+
+    def __init__(
+        self, config: BrokerConfig, store: PageCacheProbe, *, now: Callable[[], float] = _loop_time
+    ) -> None:
+        self._config = config
+        self._store = store
+        self._now = now
+        # Arrival time -> how many queued requests arrived then; insertion order is arrival order, so the
+        # first key is the oldest request still queued.
+        self._arrivals: OrderedDict[float, int] = OrderedDict()
+        self._queued = 0
+        #: Refusals so far by Apache's tag: REJECTREQUEST, OVERLOAD, PCBUSY_CLEAN_QUEUE, TIMEOUT_CLEAN_QUEUE.
+        self.refused: Counter[str] = Counter()
+        self._refused_at_last_warning = 0
+        self._last_warning_at: float | None = None
+
+    @property
+    def queued(self) -> int:
+        """Sends admitted whose handler has not started yet (``sendThreadPoolQueueSize``)."""
+        return self._queued
+
+    def head_wait_ms(self) -> int:
+        """How long the oldest queued send has waited (``sendThreadPoolQueueHeadWaitTimeMills``)."""
+        if not self._arrivals:
+            return 0
+        oldest = next(iter(self._arrivals))
+        return max(0, int((self._now() - oldest) * 1000))
+
+    # -- RequestGate ---------------------------------------------------------------------------------------
+
+    def on_arrival(
+        self, request: RemotingCommand, conn: Connection, arrived_at: float
+    ) -> RemotingCommand | None:
+        if self._store.is_os_page_cache_busy():
+            return self._refuse(request, conn, REJECT_REQUEST, system_busy_remark(REJECT_REQUEST))
+        if self._queued >= self._config.send_thread_pool_queue_capacity:
+            return self._refuse(request, conn, OVERLOAD, system_busy_remark(OVERLOAD))
+        self._queued += 1
+        self._arrivals[arrived_at] = self._arrivals.get(arrived_at, 0) + 1
+        return None
+
+    def on_start(
+        self, request: RemotingCommand, conn: Connection, arrived_at: float
+    ) -> RemotingCommand | None:
+        self._dequeue(arrived_at)
+        config = self._config
+        if not config.broker_fast_failure_enable:
+            return None
+        waited = max(0.0, (self._now() - arrived_at) * 1000)
+        if self._store.was_os_page_cache_busy_within(waited):
+            remark = cleaned_remark(PCBUSY_CLEAN_QUEUE, int(waited), self._queued)
+            return self._refuse(request, conn, PCBUSY_CLEAN_QUEUE, remark)
+        # A send that starts within the millisecond it arrived never sat in a queue an Apache cleaner
+        # could see, so even waitTimeMillsInSendQueue=0 lets an idle broker work.
+        if int(waited) >= max(config.wait_time_mills_in_send_queue, 1):
+            remark = cleaned_remark(TIMEOUT_CLEAN_QUEUE, int(waited), self._queued)
+            return self._refuse(request, conn, TIMEOUT_CLEAN_QUEUE, remark)
+        return None
+
+    def on_cancel(self, request: RemotingCommand, conn: Connection, arrived_at: float) -> None:
+        self._dequeue(arrived_at)
+
+    # -- internals -----------------------------------------------------------------------------------------
+
+    def _dequeue(self, arrived_at: float) -> None:
+        self._queued = max(0, self._queued - 1)
+        left = self._arrivals.get(arrived_at, 0) - 1
+        if left > 0:
+            self._arrivals[arrived_at] = left
+        else:
+            self._arrivals.pop(arrived_at, None)
+
+    def _refuse(
+        self, request: RemotingCommand, conn: Connection, reason: str, remark: str
+    ) -> RemotingCommand:
+        self.refused[reason] += 1
+        log.debug("refusing request code %d from %s: %s", request.code, conn.remote_address, remark)
+        self._maybe_warn()
+        return request.make_response(ResponseCode.SYSTEM_BUSY, remark)
+
+    def _maybe_warn(self) -> None:
+        now = self._now()
+        if self._last_warning_at is not None and (now - self._last_warning_at) * 1000 < _WARN_EVERY_MS:
+            return
+        total = sum(self.refused.values())
+        log.warning(
+            "flow control: refused %d send(s) with SYSTEM_BUSY since the last report (%s in all); %d queued",
+            total - self._refused_at_last_warning,
+            ", ".join(f"{reason} {count}" for reason, count in sorted(self.refused.items())),
+            self._queued,
+        )
+        self._last_warning_at = now
+        self._refused_at_last_warning = total
