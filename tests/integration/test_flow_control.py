@@ -1,0 +1,154 @@
+"""Broker flow control provoked on purpose: Apache's broker and the project's, each told to refuse any send
+that waited more than 1 ms in its queue (``waitTimeMillsInSendQueue=1``, changed live with
+UPDATE_BROKER_CONFIG as an operator would), then flooded.
+
+The busy answers (SYSTEM_BUSY ``[TIMEOUT_CLEAN_QUEUE]…``) come before anything is stored, so whatever the
+clients resend cannot be stored twice. What must hold, for pipelined sends, batches and a Spark write of
+100,000 rows in 8 partitions: every message is acknowledged, and what the brokers stored is each message
+exactly once -- read back by the project's pull reader, and for the Spark write by Apache's Java consumer.
+Each scenario also checks that the brokers did push back, or it would prove nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import logging
+from collections.abc import Iterator, Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from admin import Admin
+from producer import BusyAnswer, Message, Producer, SendResult, SendStatus
+from rocketmq_wire.codes import ResponseCode
+from spark_connector import read_summaries
+from tests.integration.apache.releases import ApacheRelease, full_releases
+from tests.integration.clusters.fixture import dedicated_cluster
+from tests.integration.clusters.model import Cluster, unique_name
+from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.topics import create_on_every_broker
+from tests.integration.java_peer.fixtures import JavaClientFactory
+
+pytestmark = [pytest.mark.integration]
+log = logging.getLogger("tests.flow_control")
+
+#: The project's broker, and Apache's of each full release.
+SETUPS = ["python", *(f"binaries-{release.version}" for release in full_releases())]
+#: Apache's answer to a send that waited too long in its queue.
+TIMEOUT_CLEAN_QUEUE = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while"
+MESSAGES = 4000
+IN_FLIGHT = 256
+BATCH = 16
+SPARK_ROWS = 100_000
+SPARK_PARTITIONS = 8
+READ_BACK_S = 120.0
+
+
+async def set_on_every_broker(cluster: Cluster, settings: dict[str, str]) -> None:
+    async with Admin(cluster.namesrv) as admin:
+        for broker in cluster.brokers:
+            await admin.update_broker_config(broker.addr, settings)
+            config = await admin.broker_config(broker.addr)
+            for name, value in settings.items():
+                assert config.get(name) == value, (broker, name, config.get(name))
+
+
+@pytest.fixture(scope="module", params=SETUPS)
+def busy_cluster(request: pytest.FixtureRequest) -> Iterator[tuple[Cluster, ApacheRelease]]:
+    """A cluster of its own whose brokers shed any send that queued for more than 1 ms; the Apache release
+    whose Java client reads back (the set-up's own, or the newest for the project's broker)."""
+    with dedicated_cluster(request.param) as (cluster, _launch, spec):
+        asyncio.run(set_on_every_broker(cluster, {"waitTimeMillsInSendQueue": "1"}))
+        yield cluster, spec.release or full_releases()[-1]
+
+
+def body(i: int) -> bytes:
+    return f"flow {i:06d} ".encode() + b"x" * 80
+
+
+async def flood(producer: Producer, topic: str, units: Sequence[list[Message]]) -> list[SendResult]:
+    """Every unit (a message, or a batch) sent with up to :data:`IN_FLIGHT` requests unanswered."""
+    slots = asyncio.Semaphore(IN_FLIGHT)
+
+    async def one(messages: list[Message]) -> SendResult:
+        async with slots:
+            if len(messages) == 1:
+                return await producer.send(messages[0])
+            return await producer.send_batch(messages)
+
+    return await asyncio.gather(*(one(unit) for unit in units))
+
+
+async def flood_and_read_back(cluster: Cluster, batch: int) -> list[BusyAnswer]:
+    topic = await create_on_every_broker(cluster, "Flow")
+    messages = [Message(topic, body(i)) for i in range(MESSAGES)]
+    units = [messages[i : i + batch] for i in range(0, MESSAGES, batch)]
+    busy: list[BusyAnswer] = []
+    async with Producer(unique_name("FlowPg"), cluster.namesrv) as producer:
+        producer.add_busy_listener(busy.append)
+        results = await flood(producer, topic, units)
+    assert [r.status for r in results] == [SendStatus.SEND_OK] * len(units)
+    stored = await read_topic(cluster.namesrv, topic, MESSAGES, timeout_s=READ_BACK_S)
+    counts = collections.Counter(m.body for m in stored)
+    twice = [b for b, n in counts.items() if n > 1]
+    assert not twice, f"{len(twice)} message(s) stored more than once, e.g. {twice[:3]}"
+    assert sorted(counts) == sorted(m.body for m in messages)
+    log.info("%s: %d busy answer(s) for %d request(s)", cluster.provider, len(busy), len(units))
+    return busy
+
+
+def assert_pushed_back(busy: list[BusyAnswer]) -> None:
+    assert busy, "the broker never answered busy: flow control was not provoked"
+    assert {a.code for a in busy} == {ResponseCode.SYSTEM_BUSY}
+    assert any((a.remark or "").startswith(TIMEOUT_CLEAN_QUEUE) for a in busy), busy[:3]
+
+
+async def test_pipelined_sends_are_each_stored_once(busy_cluster: tuple[Cluster, ApacheRelease]) -> None:
+    cluster, _ = busy_cluster
+    assert_pushed_back(await flood_and_read_back(cluster, 1))
+
+
+async def test_batches_are_each_stored_once(busy_cluster: tuple[Cluster, ApacheRelease]) -> None:
+    cluster, _ = busy_cluster
+    assert_pushed_back(await flood_and_read_back(cluster, BATCH))
+
+
+def test_spark_write_of_100k_rows_read_by_apaches_consumer(
+    busy_cluster: tuple[Cluster, ApacheRelease],
+    spark: Any,
+    java_client: JavaClientFactory,
+    tmp_path: Path,
+) -> None:
+    cluster, release = busy_cluster
+    java = java_client(release)
+    topic = asyncio.run(create_on_every_broker(cluster, "FlowSpark", queues=8))
+    summary_path = tmp_path / "summary.jsonl"
+    frame = spark.range(SPARK_ROWS).selectExpr("format_string('spark %06d', id) AS body")
+    frame.repartition(SPARK_PARTITIONS).write.format("rocketmq").option("namesrv", cluster.namesrv).option(
+        "topic", topic
+    ).option("summary.path", str(summary_path)).mode("append").save()
+
+    [summary] = read_summaries(summary_path)
+    assert summary.committed and summary.failed_tasks == 0
+    assert (summary.tasks, summary.rows) == (SPARK_PARTITIONS, SPARK_ROWS)
+    assert summary.busy_answers > 0, "the broker never answered busy: flow control was not provoked"
+    log.info(
+        "%s: Spark write saw %d busy answer(s), %d resend(s), smallest window %d",
+        cluster.provider,
+        summary.busy_answers,
+        summary.resends,
+        summary.smallest_window,
+    )
+
+    result = java.pull_consume(
+        cluster.namesrv, unique_name("FlowJavaCg"), topic, count=SPARK_ROWS, timeout=READ_BACK_S
+    )
+    bodies = collections.Counter(m.body for m in result.messages())
+    twice = [b for b, n in bodies.items() if n > 1]
+    assert not twice, f"{len(twice)} row(s) stored more than once, e.g. {twice[:3]}"
+    expected = {f"spark {i:06d}".encode() for i in range(SPARK_ROWS)}
+    missing = expected - set(bodies)
+    assert not missing, f"{len(missing)} row(s) missing, e.g. {sorted(missing)[:3]}"
+    assert set(bodies) == expected
