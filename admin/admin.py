@@ -26,7 +26,7 @@ from admin.models import (
 )
 from admin.rpc import AdminRpc
 from producer.namesrv import parse_namesrv_list
-from rocketmq_wire.bodies import ClusterInfo, TopicRouteData
+from rocketmq_wire.bodies import ClusterInfo, ConsumerRunningInfo, TopicRouteData
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
@@ -189,6 +189,12 @@ class Admin:
 
     async def consumer_connections(self, group: str) -> ConsumerConnections:
         return await consumers.consumer_connections(self.rpc, group)
+
+    async def consumer_running_info(
+        self, group: str, client_id: str, jstack: bool = False
+    ) -> ConsumerRunningInfo:
+        """One member's own report (GET_CONSUMER_RUNNING_INFO, relayed by a broker of the group)."""
+        return await consumers.consumer_running_info(self.rpc, group, client_id, jstack=jstack)
 
     async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         return await consumers.producer_connections(self.rpc, group, topic)

@@ -25,7 +25,7 @@ from admin.models import (
     TopicStatus,
 )
 from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
-from rocketmq_wire.bodies import ClusterInfo, TopicRouteData
+from rocketmq_wire.bodies import ClusterInfo, ConsumerRunningInfo, TopicRouteData
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
@@ -156,6 +156,9 @@ class BlockingAdmin:
 
     def consumer_connections(self, group: str) -> ConsumerConnections:
         return self._run(self._admin.consumer_connections(group))
+
+    def consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> ConsumerRunningInfo:
+        return self._run(self._admin.consumer_running_info(group, client_id, jstack))
 
     def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         return self._run(self._admin.producer_connections(group, topic))

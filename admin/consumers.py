@@ -22,6 +22,7 @@ from admin.models import (
 from admin.rpc import AdminRpc, check
 from rocketmq_wire.bodies import (
     ConsumerConnection,
+    ConsumerRunningInfo,
     ConsumeStats,
     ProducerConnection,
     ResetOffsetBody,
@@ -34,6 +35,7 @@ from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.consumer import (
     GetConsumerConnectionListRequestHeader,
+    GetConsumerRunningInfoRequestHeader,
     GetConsumeStatsRequestHeader,
     GetProducerConnectionListRequestHeader,
 )
@@ -147,6 +149,44 @@ async def consumer_connections(rpc: AdminRpc, group: str) -> ConsumerConnections
             consume_from_where=body.consume_from_where,
         )
     raise ConsumerNotOnlineError(f"consumer group {group!r} is not online on any broker")
+
+
+#: Java's admin waits three times its usual timeout: the broker relays the question and waits for the client.
+RUNNING_INFO_TIMEOUT_FACTOR = 3
+
+
+def _not_connected_there(response: RemotingCommand) -> bool:
+    """A broker's "The Consumer <group> <client> not online": the client is connected to another broker."""
+    return response.code == ResponseCode.SYSTEM_ERROR and "not online" in (response.remark or "")
+
+
+async def consumer_running_info(
+    rpc: AdminRpc, group: str, client_id: str, *, jstack: bool = False
+) -> ConsumerRunningInfo:
+    """What one member of ``group`` (by client id) says about itself: settings, subscriptions, held queues,
+    per-topic figures, and its thread dump with ``jstack`` (mqadmin ``consumerStatus``).
+
+    The request goes to a broker of the group, which relays it to the client; a broker the client is not
+    connected to says so, and the next one is asked.
+    """
+    for _name, addr in await _group_brokers(rpc, group, None):
+        header = GetConsumerRunningInfoRequestHeader(
+            consumer_group=group, client_id=client_id, jstack_enable=jstack
+        )
+        response = await rpc.server(
+            addr,
+            RemotingCommand.request(RequestCode.GET_CONSUMER_RUNNING_INFO, header),
+            rpc.timeout_ms * RUNNING_INFO_TIMEOUT_FACTOR,
+        )
+        if _not_connected_there(response):
+            logger.info("consumer %s of group %s is not connected to %s", client_id, group, addr)
+            continue
+        check(response, f"running info of consumer {client_id!r} in group {group!r}", addr)
+        try:
+            return ConsumerRunningInfo.from_json(response.body)
+        except CodecError as exc:
+            raise AdminError(f"unreadable running info relayed by {addr}: {exc}") from exc
+    raise ConsumerNotOnlineError(f"consumer {client_id!r} of group {group!r} is not online on any broker")
 
 
 async def producer_connections(rpc: AdminRpc, group: str, topic: str) -> list[ClientConnection]:

@@ -26,12 +26,18 @@ Messages are :class:`rocketmq_wire.message.MessageExt` with everything a Java co
 properties, decompressed body, hosts, timestamps, reconsume times); a redelivered message shows its original
 topic. Offsets are committed to the brokers every 5 s and on shutdown (broadcasting: to a local file).
 
+Both answer what brokers relay to them as Java's client does: NOTIFY_CONSUMER_IDS_CHANGED (rebalance now),
+RESET_CONSUMER_CLIENT_OFFSET, GET_CONSUMER_RUNNING_INFO (``running_info()``: settings, queues, per-topic
+pull and consume figures) and, for the push consumer, CONSUME_MESSAGE_DIRECTLY (``consume_directly()``).
+A concurrent push handler still running after ``consume_timeout_minutes`` (15) has its message sent back.
+
 Modules: ``config`` (Java's defaults), ``allocate`` (queue sharing), ``rebalance``, ``queue_reader`` /
 ``lite_fetcher`` and ``puller`` (pulling), ``fetch`` (pull answers), ``process_queue`` (in-flight window),
 ``consume_concurrently`` / ``consume_orderly`` and ``queue_locks``, ``offset_store``, ``positioning`` (where a
 new queue starts), ``commands`` and ``broker_api`` (the requests), ``client`` and ``routes`` (routes,
-heartbeats), ``core``, ``push`` and ``lite_pull`` (the consumers); ``testing`` runs a NameServer and Broker
-in-process for tests.
+heartbeats), ``core``, ``push`` and ``lite_pull`` (the consumers), ``stats`` (pull and consume figures),
+``running_info`` / ``direct`` / ``diagnostics`` (answering operators' requests); ``testing`` runs a
+NameServer and Broker in-process for tests.
 """
 
 from consumer.allocate import (

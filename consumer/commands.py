@@ -218,3 +218,13 @@ def unregister_request(
         client_id=client_id, consumer_group=consumer_group, producer_group=producer_group
     )
     return RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header)
+
+
+def client_response(
+    request: RemotingCommand, version: int, code: int, remark: str | None = None, body: bytes = b""
+) -> RemotingCommand:
+    """The client's answer to a request a broker relayed to it: same opaque and serialization, stamped with
+    the version this client announces (Java's ``createResponseCommand`` stamps its own)."""
+    response = request.make_response(code, remark, body=body)
+    response.version = version
+    return response

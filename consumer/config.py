@@ -102,6 +102,13 @@ class ConsumerConfig:
     reconsume_later_delay_ms: float = 5000
     #: How long shutdown waits for handler calls under way before it commits what is done.
     await_termination_ms: float = 30_000
+    #: ``consumeTimeout``, in minutes (fractions allowed): a message whose concurrent handler has not
+    #: finished after this long is sent back for redelivery and stops holding the committed offset back;
+    #: the handler keeps running, but its verdict on that message is ignored.
+    consume_timeout_minutes: float = 15
+    #: How often held messages are checked against ``consume_timeout_minutes`` (``None``: every
+    #: ``consume_timeout_minutes``, as Java does).
+    expire_check_interval_ms: float | None = None
 
     # -- lite pull -----------------------------------------------------------------------------------------
     #: ``pullThresholdForAll``: buffered messages (of every queue) before the fetchers pause.
@@ -133,6 +140,7 @@ class ConsumerConfig:
             "consume_batch_max_size": self.consume_batch_max_size,
             "request_timeout_ms": self.request_timeout_ms,
             "consumer_timeout_when_suspend_ms": self.consumer_timeout_when_suspend_ms,
+            "consume_timeout_minutes": self.consume_timeout_minutes,
         }
         for name, value in positive.items():
             if value <= 0:
@@ -141,6 +149,8 @@ class ConsumerConfig:
             raise ValueError("pull_batch_size must be between 1 and 1024")
         if not 1 <= self.consume_batch_max_size <= 1024:
             raise ValueError("consume_batch_max_size must be between 1 and 1024")
+        if self.expire_check_interval_ms is not None and self.expire_check_interval_ms <= 0:
+            raise ValueError("expire_check_interval_ms must be positive")
         if self.max_reconsume_times is not None and self.max_reconsume_times < -1:
             raise ValueError("max_reconsume_times must be -1 or more")
         if self.broker_suspend_max_ms is not None and (
@@ -153,6 +163,15 @@ class ConsumerConfig:
     def concurrent_max_reconsume_times(self) -> int:
         """Java's ``getMaxReconsumeTimes`` for concurrent consumption: -1 means 16."""
         return 16 if self.max_reconsume_times in (None, -1) else int(self.max_reconsume_times or 0)
+
+    def consume_timeout_ms(self) -> float:
+        return self.consume_timeout_minutes * 60_000
+
+    def expire_check_ms(self) -> float:
+        """How often the consume timeout is checked."""
+        if self.expire_check_interval_ms is not None:
+            return self.expire_check_interval_ms
+        return self.consume_timeout_ms()
 
     def orderly_max_reconsume_times(self) -> int:
         """For orderly consumption -1 means no limit (``Integer.MAX_VALUE``)."""

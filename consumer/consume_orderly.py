@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable, Sequence
 
 from consumer.config import ConsumerConfig
@@ -18,6 +19,7 @@ from consumer.consume_concurrently import SendBack
 from consumer.listener import ConsumeOrderlyContext, ConsumeStatus, OrderlyHandler
 from consumer.offset_store import OffsetStore
 from consumer.process_queue import ProcessQueue
+from consumer.stats import ConsumerStats
 from consumer.subscription import restore_retry_topic
 from rocketmq_wire.bodies.heartbeat import MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
@@ -47,6 +49,7 @@ class OrderlyConsumeService:
         offsets: OffsetStore,
         send_back: SendBack,
         lock_one: LockOne,
+        stats: ConsumerStats | None = None,
     ) -> None:
         self._group = group
         self._model = model
@@ -55,6 +58,7 @@ class OrderlyConsumeService:
         self._offsets = offsets
         self._send_back = send_back
         self._lock_one = lock_one
+        self._stats = stats or ConsumerStats()
         self._running: dict[MessageQueue, asyncio.Task[None]] = {}
         self._busy = 0
         self._idle = asyncio.Event()
@@ -119,12 +123,15 @@ class OrderlyConsumeService:
                 return
             self._busy += 1
             self._idle.clear()
+            began = time.monotonic()
             try:
                 status = await self._call(queue, messages, context)
             finally:
                 self._busy -= 1
                 if self._busy == 0:
                     self._idle.set()
+        done = len(messages) if status.succeeded else 0
+        self._stats.consumed(queue.topic or "", (time.monotonic() - began) * 1000, done, len(messages) - done)
         if status.succeeded:
             offset = pq.commit()
         elif await self._suspend_again(queue, messages):

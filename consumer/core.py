@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import random
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -24,6 +25,7 @@ from consumer.offset_store import (
 )
 from consumer.positioning import compute_pull_offset
 from consumer.puller import Puller
+from consumer.stats import ConsumerStats
 from consumer.subscription import SubscriptionTable
 from producer.namesrv import parse_namesrv_list
 from rocketmq_wire.bodies.consumer import ResetOffsetBody
@@ -86,6 +88,10 @@ class ConsumerCore:
         self.timestamp_ms = timestamp_ms
         self.rng = rng or random.Random()
         self.subscriptions = SubscriptionTable()
+        #: Pull and consume figures per topic, for GET_CONSUMER_RUNNING_INFO.
+        self.stats = ConsumerStats()
+        #: When ``start`` ran (epoch ms), reported as ``PROP_CONSUMER_START_TIMESTAMP``.
+        self.start_timestamp_ms = 0
         self._client: ConsumerClient | None = None
         self._offsets: OffsetStore | None = None
         self._puller: Puller | None = None
@@ -139,6 +145,7 @@ class ConsumerCore:
         return self.model == MessageModel.BROADCASTING or self.config.local_offset_store
 
     async def open(self, handlers: Mapping[int, Handler], topics: Callable[[], list[str]]) -> None:
+        self.start_timestamp_ms = time.time_ns() // 1_000_000
         client = ConsumerClient(
             self.config,
             self.namesrv_addresses,

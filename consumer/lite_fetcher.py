@@ -254,6 +254,7 @@ class LiteFetcher:
                 await asyncio.sleep(delay_ms / 1000)
                 continue
             spec, tags = self._spec(state.queue)
+            state.pq.last_pull_ms = asyncio.get_running_loop().time() * 1000
             try:
                 result = await self._core.puller.pull(
                     state.queue, offset, spec, tags, config.consumer_timeout_when_suspend_ms

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from consumer import commands, direct, running_info
 from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
 from consumer.config import AllocateStrategyName, ConsumerConfig
 from consumer.core import ConsumerCore, merged_config, parse_message_model
@@ -35,6 +36,7 @@ from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
 from producer.timers import run_periodically
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.running_info import PROP_CONSUMER_START_TIMESTAMP, ConsumerRunningInfo
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.message import MessageExt
@@ -93,8 +95,10 @@ class PullConsumer:
             self._strategy = strategy_named(
                 allocate_strategy, [self._core.wire_queue(q) for q in allocate_queues]
             )
+            self._strategy_label = running_info.strategy_label(str(allocate_strategy), self._strategy)
         else:
             self._strategy = allocate_strategy
+            self._strategy_label = running_info.strategy_label(None, allocate_strategy)
         self.auto_commit = auto_commit
         self._rebalance_listener = rebalance_listener
         self._mode: str | None = None
@@ -183,6 +187,8 @@ class PullConsumer:
         handlers: dict[int, Handler] = {
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed,
             RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._on_reset_offset,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self._on_running_info,
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_directly,
         }
         await core.open(handlers, self._topics)
         try:
@@ -473,6 +479,35 @@ class PullConsumer:
         if self._rebalancer is not None:
             self._rebalancer.request()
         return None
+
+    # -- what operators ask (relayed by a broker) ----------------------------------------------------------
+
+    async def running_info(self) -> ConsumerRunningInfo:
+        """What GET_CONSUMER_RUNNING_INFO answers (without ``jstack``), as Java's lite pull consumer does:
+        settings by their Java names and subscriptions, and from 5.x on the queues read and their windows
+        (no per-topic figures: Java keeps none for this consumer)."""
+        core = self._core
+        fields = [
+            *running_info.lite_fields(core, self._strategy_label, self.auto_commit),
+            *running_info.client_fields(core),
+            (PROP_CONSUMER_START_TIMESTAMP, core.start_timestamp_ms),
+            *running_info.instance_fields(core, core.consume_type),
+        ]
+        held = (
+            [(queue, state.pq) for queue, state in self._fetcher.queues.items()]
+            if commands.is_v5(core.config.version)
+            else []
+        )
+        return await running_info.build(core, running_info.java_properties(fields), held, with_status=False)
+
+    async def _on_running_info(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        return await running_info.answer(request, self._core, self.running_info)
+
+    async def _on_consume_directly(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """Only push consumers have a listener to hand the message to; Java's client answers a lite pull
+        consumer's group as one it does not run."""
+        core = self._core
+        return await direct.answer(request, group=core.wire_group, version=core.config.version, consume=None)
 
 
 def _as_queue(queue: Any) -> MessageQueue:

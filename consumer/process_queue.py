@@ -7,6 +7,9 @@ and the committable offset is the first key left (or one past the highest offset
 
 The window also measures what flow control needs (count, body bytes, offset span), and for orderly
 consumption keeps the batch taken by the handler apart so that a suspended batch goes back to the front.
+For concurrent consumption it remembers when each message went to its handler, so that one stuck past the
+consume timeout can be found, sent back and taken out of the window (Java's ``cleanExpiredMsg``) -- else a
+single hung handler would hold the committed offset back forever.
 """
 
 from __future__ import annotations
@@ -15,12 +18,20 @@ import asyncio
 import time
 from collections.abc import Iterable, Sequence
 
+from rocketmq_wire.bodies.running_info import ProcessQueueInfo
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message import const as props
+
+_MIB = 1024 * 1024
 
 
 def _now_ms() -> float:
     return time.monotonic() * 1000
+
+
+def _epoch_ms(monotonic_ms: float) -> int:
+    """A time kept on the monotonic clock as epoch milliseconds, for reports."""
+    return int(time.time() * 1000 - (_now_ms() - monotonic_ms))
 
 
 class ProcessQueue:
@@ -33,9 +44,16 @@ class ProcessQueue:
         self._consuming: dict[int, MessageExt] = {}
         self._size = 0
         self._max_offset = -1
+        #: Concurrent consumption: when each message held went to its handler (monotonic ms).
+        self._started: dict[int, float] = {}
+        #: Offsets taken out by the consume timeout whose handlers have not finished yet.
+        self._expired: set[int] = set()
         self.dropped = False
         self.locked = False
         self.last_lock_ms = 0.0
+        self._created_ms = _now_ms()
+        #: Times a release had to wait because an orderly handler still held the queue.
+        self.try_unlock_times = 0
         self.last_pull_ms = _now_ms()
         self.last_consume_ms = _now_ms()
         #: Orderly consumption: a handler task is taking batches from this queue.
@@ -119,12 +137,47 @@ class ProcessQueue:
             held = table.pop(message.queue_offset, None)
             if held is not None:
                 self._size -= len(held.body)
+                self._started.pop(message.queue_offset, None)
                 removed = True
         if removed:
             self._room.set()
         if table:
             return next(iter(table))
         return self._max_offset + 1
+
+    def mark_started(self, messages: Iterable[MessageExt]) -> None:
+        """``messages`` go to a handler now (Java stamps them ``CONSUME_START_TIME``)."""
+        now = _now_ms()
+        for message in messages:
+            if message.queue_offset in self._messages:
+                self._started[message.queue_offset] = now
+
+    def expired_head(self, timeout_ms: float) -> MessageExt | None:
+        """The first message held, if its handler started more than ``timeout_ms`` ago (as in Java only the
+        head is looked at: it is what holds the committed offset back)."""
+        if not self._messages:
+            return None
+        offset = next(iter(self._messages))
+        started = self._started.get(offset)
+        if started is None or _now_ms() - started <= timeout_ms:
+            return None
+        return self._messages[offset]
+
+    def expire(self, message: MessageExt) -> int:
+        """Take ``message`` out of the window because its handler ran past the timeout (it was sent back);
+        its handler's verdict is to be ignored (:meth:`forget_expired`). Returns the committable offset as
+        :meth:`remove` does, -1 when the message was no longer held."""
+        offset = message.queue_offset
+        if offset not in self._messages:
+            return -1
+        self._expired.add(offset)
+        return self.remove([message])
+
+    def forget_expired(self, messages: Iterable[MessageExt]) -> set[int]:
+        """Of ``messages`` (a batch whose handler just finished), the offsets taken out by the timeout."""
+        found = {m.queue_offset for m in messages if m.queue_offset in self._expired}
+        self._expired -= found
+        return found
 
     # -- orderly consumption -------------------------------------------------------------------------------
 
@@ -167,6 +220,8 @@ class ProcessQueue:
         """Forget every held message (a seek moved the queue elsewhere)."""
         self._messages.clear()
         self._consuming.clear()
+        self._started.clear()
+        self._expired.clear()
         self._size = 0
         self._max_offset = -1
         self._room.set()
@@ -195,3 +250,26 @@ class ProcessQueue:
 
     def lock_expired(self, max_live_ms: float) -> bool:
         return _now_ms() - self.last_lock_ms > max_live_ms
+
+    # -- reporting -----------------------------------------------------------------------------------------
+
+    def info(self, commit_offset: int) -> ProcessQueueInfo:
+        """This window as GET_CONSUMER_RUNNING_INFO reports it (Java's ``fillProcessQueueInfo``)."""
+        waiting, taken = self._messages, self._consuming
+        return ProcessQueueInfo(
+            commit_offset=commit_offset,
+            cached_msg_min_offset=next(iter(waiting)) if waiting else 0,
+            cached_msg_max_offset=next(reversed(waiting)) if waiting else 0,
+            cached_msg_count=len(waiting),
+            cached_msg_size_in_mib=self._size // _MIB,
+            transaction_msg_min_offset=min(taken) if taken else 0,
+            transaction_msg_max_offset=max(taken) if taken else 0,
+            transaction_msg_count=len(taken),
+            locked=self.locked,
+            try_unlock_times=self.try_unlock_times,
+            # never locked: Java reports when the window was made
+            last_lock_timestamp=_epoch_ms(self.last_lock_ms or self._created_ms),
+            dropped=self.dropped,
+            last_pull_timestamp=_epoch_ms(self.last_pull_ms),
+            last_consume_timestamp=_epoch_ms(self.last_consume_ms),
+        )

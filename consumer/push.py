@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from consumer import commands
+from consumer import commands, direct, running_info
 from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
 from consumer.config import AllocateStrategyName, ConsumerConfig
 from consumer.consume_concurrently import ConcurrentConsumeService
@@ -42,6 +42,13 @@ from consumer.subscription import tag_filter
 from producer.timers import run_periodically
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.running_info import (
+    PROP_CONSUME_ORDERLY,
+    PROP_CONSUMER_START_TIMESTAMP,
+    PROP_THREADPOOL_CORE_SIZE,
+    ConsumeMessageDirectlyResult,
+    ConsumerRunningInfo,
+)
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.consumer import NotifyConsumerIdsChangedRequestHeader
@@ -113,8 +120,10 @@ class PushConsumer:
             self._strategy = strategy_named(
                 allocate_strategy, [self._core.wire_queue(q) for q in allocate_queues]
             )
+            self._strategy_label = running_info.strategy_label(str(allocate_strategy), self._strategy)
         else:
             self._strategy = allocate_strategy
+            self._strategy_label = running_info.strategy_label(None, allocate_strategy)
         self._rebalance_listener = rebalance_listener
         self._handler: MessageHandler | None = None
         self._orderly = False
@@ -203,6 +212,8 @@ class PushConsumer:
         handlers: dict[int, Handler] = {
             RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: self._on_ids_changed,
             RequestCode.RESET_CONSUMER_CLIENT_OFFSET: self._on_reset_offset,
+            RequestCode.GET_CONSUMER_RUNNING_INFO: self._on_running_info,
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: self._on_consume_directly,
         }
         await core.open(handlers, core.subscriptions.topics)
         try:
@@ -395,6 +406,7 @@ class PushConsumer:
             offset_moved=self._offset_moved,
             paused=lambda: self._paused,
             unknown_to_broker=self._reannounce,
+            pulled=lambda queue, rt_ms, count: self._core.stats.pulled(queue.topic or "", rt_ms, count),
         )
 
     def _pull_spec(self, queue: MessageQueue) -> commands.PullSpec | None:
@@ -457,6 +469,7 @@ class PushConsumer:
                 offsets=core.offsets,
                 send_back=self._send_back,
                 lock_one=self._lock_one,
+                stats=core.stats,
             )
         return ConcurrentConsumeService(
             group=core.wire_group,
@@ -465,7 +478,12 @@ class PushConsumer:
             config=core.config,
             offsets=core.offsets,
             send_back=self._send_back,
+            stats=core.stats,
+            held_queues=self._held_queues,
         )
+
+    def _held_queues(self) -> list[tuple[MessageQueue, ProcessQueue]]:
+        return [(queue, reader.pq) for queue, reader in self._readers.items()]
 
     def _wrapped_handler(self) -> Any:
         """The user's handler, seeing topics and queues without the namespace."""
@@ -561,6 +579,47 @@ class PushConsumer:
         if table and self._state == "running":
             self._core.client.spawn(self._reset_offsets(table), "reset-offsets")
         return None
+
+    # -- what operators ask (relayed by a broker) ----------------------------------------------------------
+
+    async def running_info(self) -> ConsumerRunningInfo:
+        """What GET_CONSUMER_RUNNING_INFO answers (without ``jstack``): settings by their Java names,
+        subscriptions, every held queue, per-topic pull and consume figures."""
+        core = self._core
+        fields = [
+            *running_info.push_fields(core, self._strategy_label),
+            *running_info.client_fields(core),
+            (PROP_CONSUME_ORDERLY, self._orderly),
+            (PROP_THREADPOOL_CORE_SIZE, core.config.consume_workers),
+            (PROP_CONSUMER_START_TIMESTAMP, core.start_timestamp_ms),
+            *running_info.instance_fields(core, core.consume_type),
+        ]
+        properties = running_info.java_properties(fields)
+        return await running_info.build(core, properties, self._held_queues(), with_status=True)
+
+    async def _on_running_info(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        return await running_info.answer(request, self._core, self.running_info)
+
+    async def consume_directly(
+        self, message: MessageExt, broker_name: str | None = None
+    ) -> ConsumeMessageDirectlyResult:
+        """Hand ``message`` (as stored, topic on the wire) to the listener alone, outside the normal flow,
+        and report how it went -- what CONSUME_MESSAGE_DIRECTLY answers."""
+        if self._handler is None:
+            raise ConsumerStateError("no listener is registered")
+        return await direct.consume_directly(
+            self._wrapped_handler(),
+            message,
+            group=self._core.wire_group,
+            broker_name=broker_name,
+            orderly=self._orderly,
+        )
+
+    async def _on_consume_directly(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        core = self._core
+        return await direct.answer(
+            request, group=core.wire_group, version=core.config.version, consume=self.consume_directly
+        )
 
     async def _reset_offsets(self, table: dict[MessageQueue, int]) -> None:
         """Move queues to the offsets an operator reset them to (Java's ``resetOffset``): stop pulling, drop

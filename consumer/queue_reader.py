@@ -39,6 +39,10 @@ PAUSED_DELAY_MS = 1_000
 _MIB = 1024 * 1024
 
 
+def _ignore_pull(queue: MessageQueue, rt_ms: float, messages: int) -> None:
+    pass
+
+
 class ReaderHooks:
     """What a reader needs from its consumer; plain callables so the reader stays independent of it."""
 
@@ -51,6 +55,7 @@ class ReaderHooks:
         offset_moved: Callable[[MessageQueue, int], Awaitable[None]],
         paused: Callable[[], bool],
         unknown_to_broker: Callable[[], None] = lambda: None,
+        pulled: Callable[[MessageQueue, float, int], None] = _ignore_pull,
     ) -> None:
         self.spec_for = spec_for
         self.tags_for = tags_for
@@ -60,6 +65,8 @@ class ReaderHooks:
         #: The broker no longer knows this consumer's subscription (it restarted): heartbeat now rather
         #: than at the next 30 s round.
         self.unknown_to_broker = unknown_to_broker
+        #: A pull found messages: ``(queue, round trip in ms, messages kept)``, for the consumer's figures.
+        self.pulled = pulled
 
 
 class QueueReader:
@@ -139,7 +146,7 @@ class QueueReader:
             return self._error_delay_ms
         if self._commit_offsets:
             spec = _with_commit(spec, await self._offsets.read(queue, ReadOffsetType.MEMORY))
-        pq.last_pull_ms = asyncio.get_running_loop().time() * 1000
+        began_ms = pq.last_pull_ms = asyncio.get_running_loop().time() * 1000
         try:
             result = await self._puller.pull(
                 queue,
@@ -164,6 +171,8 @@ class QueueReader:
             return 0
         if result.status is PullStatus.FOUND:
             self.next_offset = result.next_begin_offset
+            rt_ms = asyncio.get_running_loop().time() * 1000 - began_ms
+            self._hooks.pulled(queue, rt_ms, len(result.messages))
             if result.messages:
                 dispatch = pq.put(result.messages)
                 self._hooks.deliver(result.messages, pq, queue, dispatch)

@@ -30,6 +30,7 @@ from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBod
 from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
 from rocketmq_wire.bodies.route import TopicRouteData
+from rocketmq_wire.bodies.running_info import ConsumeMessageDirectlyResult, ConsumerRunningInfo
 from rocketmq_wire.bodies.stats import ConsumeStats, TopicStatsTable
 from rocketmq_wire.bodies.topic_config import (
     DataVersion,
@@ -62,6 +63,8 @@ INVOKE_BROKER_TO_RESET_OFFSET = 222
 GET_TOPICS_BY_CLUSTER = 224
 QUERY_TOPIC_CONSUME_BY_WHO = 300
 GET_SYSTEM_TOPIC_LIST_FROM_NS = 304
+GET_CONSUMER_RUNNING_INFO = 307
+CONSUME_MESSAGE_DIRECTLY = 309
 UPDATE_NAMESRV_CONFIG = 318
 GET_NAMESRV_CONFIG = 319
 QUERY_DATA_VERSION = 322
@@ -101,6 +104,8 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         GET_TOPICS_BY_CLUSTER: TopicList,
         QUERY_TOPIC_CONSUME_BY_WHO: GroupList,
         GET_SYSTEM_TOPIC_LIST_FROM_NS: TopicList,
+        GET_CONSUMER_RUNNING_INFO: ConsumerRunningInfo,
+        CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResult,
         QUERY_DATA_VERSION: DataVersion,
         GET_TOPIC_CONFIG: TopicConfigAndQueueMapping,
     }
