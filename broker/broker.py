@@ -41,6 +41,7 @@ from broker.processors.consumer_manage import (
     QueryConsumerOffsetProcessor,
     UpdateConsumerOffsetProcessor,
 )
+from broker.processors.consumer_relay import ConsumerRelayProcessor
 from broker.processors.end_transaction import EndTransactionProcessor
 from broker.processors.offset_export import GetAllConsumerOffsetProcessor, GetAllDelayOffsetProcessor
 from broker.processors.producer_admin import GetProducerConnectionListProcessor
@@ -249,6 +250,7 @@ class Broker:
 
     def _register_handlers(self) -> None:
         send = SendMessageProcessor(self)
+        relay = ConsumerRelayProcessor(self)
         table: dict[int, Handler] = {
             RequestCode.SEND_MESSAGE: send,
             RequestCode.SEND_MESSAGE_V2: send,
@@ -284,6 +286,8 @@ class Broker:
             RequestCode.VIEW_MESSAGE_BY_ID: ViewMessageByIdProcessor(self),
             RequestCode.GET_ALL_CONSUMER_OFFSET: GetAllConsumerOffsetProcessor(self),
             RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(self),
+            RequestCode.GET_CONSUMER_RUNNING_INFO: relay,
+            RequestCode.CONSUME_MESSAGE_DIRECTLY: relay,
         }
         # One gate for every send code: they share Apache's send queue, hence its capacity and wait.
         self._send_flow_control = flow_control = SendFlowControl(self.config, self.store)
