@@ -17,9 +17,10 @@ from pathlib import Path
 import pytest
 
 from admin import Admin
-from consumer import PullConsumer
+from consumer import ConsumeStatus, PullConsumer, PushConsumer
 from producer import Message, Producer, SendResult
 from rocketmq_wire.bodies.route import TopicRouteData
+from rocketmq_wire.message import MessageExt
 from tests.integration.apache import mqadmin
 from tests.integration.apache.releases import ApacheRelease, full_releases
 from tests.integration.clusters import providers
@@ -188,3 +189,33 @@ def test_update_kv_config(scene: Scene) -> None:
             return await admin.kv_get(namespace, key)
 
     assert asyncio.run(read()) == "value-from-mqadmin"
+
+
+def test_consumer_status_of_a_project_consumer(scene: Scene) -> None:
+    """mqadmin asks the broker, the broker relays GET_CONSUMER_RUNNING_INFO to the project's consumer, and
+    mqadmin prints the ConsumerRunningInfo it parsed from the consumer's answer."""
+    group = unique_name("MqadminStatus")
+
+    async def status() -> tuple[str, str]:
+        consumer = PushConsumer(group, scene.cluster.namesrv, consume_from="CONSUME_FROM_FIRST_OFFSET")
+        consumer.subscribe(scene.topic, "TagA")
+
+        async def listener(messages: list[MessageExt], context: object) -> ConsumeStatus:
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumer.register_listener(listener)
+        async with consumer:
+            async with Admin(scene.cluster.namesrv) as admin:
+                for _ in range(100):  # until the broker knows the member (its first heartbeat)
+                    if (await admin.consumer_connections(group)).connections:
+                        break
+                    await asyncio.sleep(0.1)
+            out = await asyncio.to_thread(scene.run, "consumerStatus", "-g", group, "-i", consumer.client_id)
+            return out, consumer.client_id
+
+    out, client_id = asyncio.run(status())
+    assert "#Consumer Properties#" in out and "#Consumer Subscription#" in out, out
+    assert re.search(r"PROP_CONSUME_TYPE\s*:\s*CONSUME_PASSIVELY", out), out
+    assert re.search(rf"{re.escape(scene.topic)}\s.*TagA", out), out
+    assert re.search(r"PROP_CLIENT_VERSION\s*:\s*V\d", out), out
+    assert client_id
