@@ -1,8 +1,8 @@
 """Consumers answer what a broker relays to them as Apache's client does: GET_CONSUMER_RUNNING_INFO,
 CONSUME_MESSAGE_DIRECTLY and NOTIFY_CONSUMER_IDS_CHANGED; and the admin asks for a member's running info.
 
-The project's broker does not relay these requests yet, so a fake broker (``consumer_fakes``) sends them
-over the connection the consumer heartbeated on, and relays the admin's request as Apache's broker does.
+A fake broker (``consumer_fakes``) sends them over the connection the consumer heartbeated on, so each case
+is set up exactly (the project's broker relays them too: ``test_broker_consumer_relay.py``).
 """
 
 from __future__ import annotations
