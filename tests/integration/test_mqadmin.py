@@ -9,10 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-import shutil
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
@@ -24,7 +21,7 @@ from rocketmq_wire.message import MessageExt
 from tests.integration.apache import mqadmin
 from tests.integration.apache.releases import ApacheRelease, full_releases
 from tests.integration.clusters import providers
-from tests.integration.clusters.fixture import skip_or_fail
+from tests.integration.clusters.fixture import dedicated_cluster, skip_or_fail
 from tests.integration.clusters.model import Cluster, unique_name
 
 pytestmark = [pytest.mark.integration]
@@ -66,26 +63,16 @@ async def _send_and_consume(scene: Scene) -> None:
 @pytest.fixture(scope="module", params=full_releases(), ids=lambda r: f"mqadmin-{r.tools_version}")
 def scene(request: pytest.FixtureRequest) -> Iterator[Scene]:
     release: ApacheRelease = request.param
-    found = [s for s in providers.provider_specs() if s.id == "python"]
-    if not found:
-        pytest.skip("the python provider is not selected (ROCKETMQ_PROVIDERS)")
-    [spec] = found
     reason = providers.java_unavailable(release)
     if reason is not None:
         skip_or_fail(reason)
-    root = Path(tempfile.mkdtemp(prefix="rmq-mqadmin-"))
-    cluster, launch = providers.start_cluster(spec, root / "work", root / "logs")
-    try:
+    with dedicated_cluster("python") as (cluster, _launch, _spec):
         made = Scene(cluster, release)
         made.created = made.run(
             "updateTopic", "-b", cluster.broker_addr, "-t", made.topic, "-r", str(QUEUES), "-w", str(QUEUES)
         )
         asyncio.run(_send_and_consume(made))
         yield made
-    finally:
-        leftovers = launch.stop()
-        shutil.rmtree(root, ignore_errors=True)
-    assert not leftovers, leftovers
 
 
 def test_update_topic_creates_it_on_the_broker(scene: Scene) -> None:

@@ -15,7 +15,7 @@ import logging
 import shutil
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -43,20 +43,21 @@ def skip_or_fail(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session", params=PROVIDERS, ids=[spec.id for spec in PROVIDERS])
-def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
-    """A NameServer with its brokers registered, from the provider named in the test id.
+@contextlib.contextmanager
+def running_cluster(
+    spec: ProviderSpec, prefix: str, failed: Callable[[], bool] = lambda: False
+) -> Iterator[tuple[Cluster, Launch]]:
+    """``spec``'s servers, started in a folder of their own and stopped by pid afterwards.
 
-    Skips, with the missing thing as the reason, when the provider cannot run here.
+    Skips (fails, where peers are required) when the provider cannot run here. The servers' logs are kept
+    (listed at the end of the run) when the start fails, a process survives or ``failed()`` says so; else
+    the folder goes. Not pytest's tmp_path_factory: it keeps only the last few runs' folders, and logs kept
+    after a failure must outlive the next runs.
     """
-    spec: ProviderSpec = request.param
     reason = spec.unavailable()
     if reason is not None:
         skip_or_fail(reason)
-    # Not pytest's tmp_path_factory: it keeps only the last few runs' folders, and logs kept after a failure
-    # must outlive the next runs.
-    root = Path(tempfile.mkdtemp(prefix=f"rmq-cluster-{spec.id}-"))
-    failures_before = request.session.testsfailed
+    root = Path(tempfile.mkdtemp(prefix=f"{prefix}-{spec.id}-"))
     started = time.monotonic()
     try:
         running, launch = start_cluster(spec, root / "work", root / "logs")
@@ -66,18 +67,31 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     except BaseException:
         KEPT_LOGS.append(root / "logs")
         raise
-    START_TIMES[spec.id] = time.monotonic() - started
-    log.info("cluster %s up in %.1f s: %s", spec.id, START_TIMES[spec.id], running)
+    START_TIMES.setdefault(spec.id, time.monotonic() - started)
+    log.info("cluster %s up in %.1f s: %s", spec.id, time.monotonic() - started, running)
     try:
-        yield running
+        yield running, launch
     finally:
         leftovers = launch.stop()
-        if leftovers or request.session.testsfailed > failures_before:
+        if leftovers or failed():
             KEPT_LOGS.append(root / "logs")
             shutil.rmtree(root / "work", ignore_errors=True)
         else:
             shutil.rmtree(root, ignore_errors=True)
     assert not leftovers, f"cluster {spec.id} left processes behind: {leftovers}"
+
+
+@pytest.fixture(scope="session", params=PROVIDERS, ids=[spec.id for spec in PROVIDERS])
+def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
+    """A NameServer with its brokers registered, from the provider named in the test id.
+
+    Skips, with the missing thing as the reason, when the provider cannot run here.
+    """
+    failures_before = request.session.testsfailed
+    with running_cluster(
+        request.param, "rmq-cluster", lambda: request.session.testsfailed > failures_before
+    ) as (running, _launch):
+        yield running
 
 
 @contextlib.contextmanager
@@ -92,28 +106,8 @@ def dedicated_cluster(provider_id: str) -> Iterator[tuple[Cluster, Launch, Provi
     if not found:
         pytest.skip(f"{provider_id} is not among the selected providers ({PROVIDERS_ENV})")
     [spec] = found
-    reason = spec.unavailable()
-    if reason is not None:
-        skip_or_fail(reason)
-    root = Path(tempfile.mkdtemp(prefix=f"rmq-dedicated-{provider_id}-"))
-    try:
-        running, launch = start_cluster(spec, root / "work", root / "logs")
-    except ProviderUnavailable as exc:
-        shutil.rmtree(root, ignore_errors=True)
-        skip_or_fail(str(exc))
-    except BaseException:
-        KEPT_LOGS.append(root / "logs")
-        raise
-    try:
+    with running_cluster(spec, "rmq-dedicated") as (running, launch):
         yield running, launch, spec
-    finally:
-        leftovers = launch.stop()
-        if leftovers:
-            KEPT_LOGS.append(root / "logs")
-            shutil.rmtree(root / "work", ignore_errors=True)
-        else:
-            shutil.rmtree(root, ignore_errors=True)
-    assert not leftovers, f"cluster {provider_id} left processes behind: {leftovers}"
 
 
 @pytest.fixture
