@@ -5,7 +5,7 @@ UPDATE_BROKER_CONFIG as an operator would), then flooded.
 The busy answers (SYSTEM_BUSY ``[TIMEOUT_CLEAN_QUEUE]…``) come before anything is stored, so whatever the
 clients resend cannot be stored twice. What must hold, for pipelined sends, batches and a Spark write of
 100,000 rows in 8 partitions: every message is acknowledged, and what the brokers stored is each message
-exactly once -- read back by the project's pull reader, and for the Spark write by Apache's Java consumer.
+exactly once -- read back by Apache's Java consumer (and for the sends, by the project's pull reader too).
 Each scenario also checks that the brokers did push back, or it would prove nothing.
 """
 
@@ -29,6 +29,7 @@ from tests.integration.clusters.fixture import dedicated_cluster
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
 from tests.integration.clusters.topics import create_on_every_broker
+from tests.integration.java_peer.build import JavaClient
 from tests.integration.java_peer.fixtures import JavaClientFactory
 
 pytestmark = [pytest.mark.integration]
@@ -81,7 +82,16 @@ async def flood(producer: Producer, topic: str, units: Sequence[list[Message]]) 
     return await asyncio.gather(*(one(unit) for unit in units))
 
 
-async def flood_and_read_back(cluster: Cluster, batch: int) -> list[BusyAnswer]:
+def assert_each_once(bodies: Sequence[bytes], expected: Sequence[bytes], reader: str) -> None:
+    counts = collections.Counter(bodies)
+    twice = [b for b, n in counts.items() if n > 1]
+    assert not twice, f"{reader}: {len(twice)} message(s) stored more than once, e.g. {twice[:3]}"
+    missing = set(expected) - set(counts)
+    assert not missing, f"{reader}: {len(missing)} message(s) missing, e.g. {sorted(missing)[:3]}"
+    assert set(counts) == set(expected), f"{reader}: unexpected messages"
+
+
+async def flood_and_read_back(cluster: Cluster, batch: int, java: JavaClient) -> list[BusyAnswer]:
     topic = await create_on_every_broker(cluster, "Flow")
     messages = [Message(topic, body(i)) for i in range(MESSAGES)]
     units = [messages[i : i + batch] for i in range(0, MESSAGES, batch)]
@@ -90,11 +100,18 @@ async def flood_and_read_back(cluster: Cluster, batch: int) -> list[BusyAnswer]:
         producer.add_busy_listener(busy.append)
         results = await flood(producer, topic, units)
     assert [r.status for r in results] == [SendStatus.SEND_OK] * len(units)
+    expected = [m.body for m in messages]
     stored = await read_topic(cluster.namesrv, topic, MESSAGES, timeout_s=READ_BACK_S)
-    counts = collections.Counter(m.body for m in stored)
-    twice = [b for b, n in counts.items() if n > 1]
-    assert not twice, f"{len(twice)} message(s) stored more than once, e.g. {twice[:3]}"
-    assert sorted(counts) == sorted(m.body for m in messages)
+    assert_each_once([m.body for m in stored], expected, "the project's reader")
+    result = await asyncio.to_thread(
+        java.pull_consume,
+        cluster.namesrv,
+        unique_name("FlowJavaCg"),
+        topic,
+        count=MESSAGES,
+        timeout=READ_BACK_S,
+    )
+    assert_each_once([m.body for m in result.messages()], expected, "Apache's Java consumer")
     log.info("%s: %d busy answer(s) for %d request(s)", cluster.provider, len(busy), len(units))
     return busy
 
@@ -105,14 +122,18 @@ def assert_pushed_back(busy: list[BusyAnswer]) -> None:
     assert any((a.remark or "").startswith(TIMEOUT_CLEAN_QUEUE) for a in busy), busy[:3]
 
 
-async def test_pipelined_sends_are_each_stored_once(busy_cluster: tuple[Cluster, ApacheRelease]) -> None:
-    cluster, _ = busy_cluster
-    assert_pushed_back(await flood_and_read_back(cluster, 1))
+async def test_pipelined_sends_are_each_stored_once(
+    busy_cluster: tuple[Cluster, ApacheRelease], java_client: JavaClientFactory
+) -> None:
+    cluster, release = busy_cluster
+    assert_pushed_back(await flood_and_read_back(cluster, 1, java_client(release)))
 
 
-async def test_batches_are_each_stored_once(busy_cluster: tuple[Cluster, ApacheRelease]) -> None:
-    cluster, _ = busy_cluster
-    assert_pushed_back(await flood_and_read_back(cluster, BATCH))
+async def test_batches_are_each_stored_once(
+    busy_cluster: tuple[Cluster, ApacheRelease], java_client: JavaClientFactory
+) -> None:
+    cluster, release = busy_cluster
+    assert_pushed_back(await flood_and_read_back(cluster, BATCH, java_client(release)))
 
 
 def test_spark_write_of_100k_rows_read_by_apaches_consumer(
@@ -145,10 +166,5 @@ def test_spark_write_of_100k_rows_read_by_apaches_consumer(
     result = java.pull_consume(
         cluster.namesrv, unique_name("FlowJavaCg"), topic, count=SPARK_ROWS, timeout=READ_BACK_S
     )
-    bodies = collections.Counter(m.body for m in result.messages())
-    twice = [b for b, n in bodies.items() if n > 1]
-    assert not twice, f"{len(twice)} row(s) stored more than once, e.g. {twice[:3]}"
-    expected = {f"spark {i:06d}".encode() for i in range(SPARK_ROWS)}
-    missing = expected - set(bodies)
-    assert not missing, f"{len(missing)} row(s) missing, e.g. {sorted(missing)[:3]}"
-    assert set(bodies) == expected
+    expected = [f"spark {i:06d}".encode() for i in range(SPARK_ROWS)]
+    assert_each_once([m.body for m in result.messages()], expected, "Apache's Java consumer")
