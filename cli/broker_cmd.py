@@ -12,10 +12,12 @@ from pathlib import Path
 import typer
 
 from broker import Broker, BrokerConfig
+from broker.config import parse_java, parse_properties
 from broker.store import StoreLockedError
+from cli import params
+from cli.common import StartupLogging
 from cli.errors import CliError, friendly
-
-_LOG_FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
+from rocketmq_wire.errors import CodecError
 
 
 class FlushMode(enum.StrEnum):
@@ -23,7 +25,7 @@ class FlushMode(enum.StrEnum):
     SYNC = "SYNC"
 
 
-async def _serve(broker: Broker) -> None:
+async def _serve(broker: Broker, logs: StartupLogging) -> None:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -35,6 +37,7 @@ async def _serve(broker: Broker) -> None:
             await broker.start()
         except StoreLockedError as exc:
             raise CliError(f"{exc}: is another broker using it?") from None
+        logs.started()
         for result in broker.registration.last_results:
             if result.ok:
                 log.info("registered with NameServer %s", result.namesrv)
@@ -53,14 +56,31 @@ async def _serve(broker: Broker) -> None:
                 loop.remove_signal_handler(sig)
 
 
-def _property_names(text: str) -> set[str]:
-    """The setting names a broker.conf sets (comments and blank lines skipped)."""
-    names = set()
-    for line in text.splitlines():
-        stripped = line.strip()
-        if stripped and not stripped.startswith(("#", "!")) and "=" in stripped:
-            names.add(stripped.split("=", 1)[0].strip())
-    return names
+def read_config_file(path: Path) -> dict[str, str]:
+    """The settings of a broker.conf, refusing what the broker would otherwise skip with a log line or
+    choke on: binary or non-UTF-8 content, text ``Properties.load`` cannot read, a value of the wrong type
+    (``listenPort=abc``), or a file that sets no broker setting at all."""
+    data = path.read_bytes()
+    where = f"--config {path}"
+    if b"\0" in data:
+        raise CliError(f"{where}: a binary file, not a broker.conf")
+    try:
+        properties = parse_properties(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise CliError(f"{where}: not UTF-8 text (byte {exc.start})") from None
+    except CodecError as exc:
+        raise CliError(f"{where}: {exc}") from None
+    defaults, names = BrokerConfig(), BrokerConfig.java_names()
+    known = {key: text for key, text in properties.items() if key in names}
+    if properties and not known:
+        raise CliError(f"{where}: none of its {len(properties)} settings is a broker setting")
+    for key, text in known.items():
+        current = getattr(defaults, names[key])
+        try:
+            parse_java(text, type(current) if current is not None else str)
+        except ValueError:
+            raise CliError(f"{where}: {key}={text!r} is not a valid value") from None
+    return properties
 
 
 def build_config(
@@ -78,13 +98,12 @@ def build_config(
     auto_create_topic: bool | None = None,
 ) -> BrokerConfig:
     """The broker's settings: Java's defaults, then the broker.conf file, then the options actually given."""
+    config = BrokerConfig()
     file_keys: set[str] = set()
     if config_file is not None:
-        text = config_file.read_text(encoding="utf-8")
-        config = BrokerConfig.from_properties(text)
-        file_keys = _property_names(text)
-    else:
-        config = BrokerConfig()
+        properties = read_config_file(config_file)
+        config.update(properties)
+        file_keys = set(properties)
     # An option given on the command line wins over the file; one left out keeps the file's (or Java's) value.
     config.store_path_root_dir = str(store)
     if namesrv:
@@ -114,25 +133,45 @@ def build_config(
 @friendly
 def broker(
     store: Path = typer.Option(
-        ..., "--store", "-s", help="Store directory (commitlog/, consumequeue/, config/ ...)"
+        ...,
+        "--store",
+        "-s",
+        parser=params.store_dir,
+        metavar="DIR",
+        help="Store directory (commitlog/, consumequeue/, config/ ...)",
     ),
     namesrv: str | None = typer.Option(
-        None, "--namesrv", "-n", help="NameServer address(es), host:port, several separated by ';'"
+        None,
+        "--namesrv",
+        "-n",
+        callback=params.namesrv_addresses,
+        help="NameServer address(es), host:port, several separated by ';'",
     ),
     port: int | None = typer.Option(
-        None, "--port", "-p", help="Port to listen on (0: any free port) [default: 10911]"
+        None,
+        "--port",
+        "-p",
+        callback=params.port,
+        help="Port to listen on (0: any free port) [default: 10911]",
     ),
-    host: str | None = typer.Option(None, "--host", help="Address to bind [default: 0.0.0.0]"),
+    host: str | None = typer.Option(
+        None, "--host", callback=params.listen_host, help="Address to bind [default: 0.0.0.0]"
+    ),
     broker_ip: str | None = typer.Option(
-        None, "--broker-ip", help="Address clients are told to use (brokerIP1; default: --host, or 127.0.0.1)"
+        None,
+        "--broker-ip",
+        callback=params.ip_address,
+        help="Address clients are told to use (brokerIP1; default: --host, or 127.0.0.1)",
     ),
     broker_name: str | None = typer.Option(
-        None, "--broker-name", "-b", help="brokerName [default: broker-a]"
+        None, "--broker-name", "-b", callback=params.not_blank, help="brokerName [default: broker-a]"
     ),
     cluster: str | None = typer.Option(
-        None, "--cluster", "-c", help="brokerClusterName [default: DefaultCluster]"
+        None, "--cluster", "-c", callback=params.not_blank, help="brokerClusterName [default: DefaultCluster]"
     ),
-    broker_id: int | None = typer.Option(None, "--broker-id", help="brokerId (0: master) [default: 0]"),
+    broker_id: int | None = typer.Option(
+        None, "--broker-id", min=0, max=params.JAVA_LONG_MAX, help="brokerId (0: master) [default: 0]"
+    ),
     flush: FlushMode | None = typer.Option(
         None,
         "--flush",
@@ -145,15 +184,19 @@ def broker(
         help="Create unknown topics on first send (TBW102) [default: on]",
     ),
     config_file: Path | None = typer.Option(
-        None, "--config", help="broker.conf with Apache's setting names, applied before the options above"
+        None,
+        "--config",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="broker.conf with Apache's setting names, applied before the options above",
     ),
-    log_level: str = typer.Option("INFO", "--log-level", help="DEBUG, INFO, WARNING or ERROR"),
+    log_level: str = typer.Option(
+        "INFO", "--log-level", callback=params.log_level, help="DEBUG, INFO, WARNING or ERROR"
+    ),
 ) -> None:
     """Run a Broker: producers send to it, consumers pull from it, it registers with the NameServers."""
-    level = logging.getLevelName(log_level.upper())
-    if not isinstance(level, int):
-        raise typer.BadParameter(f"unknown log level {log_level!r}", param_hint="--log-level")
-    logging.basicConfig(level=level, format=_LOG_FORMAT)
+    logs = StartupLogging(log_level)
     config = build_config(
         store,
         config_file,
@@ -172,4 +215,4 @@ def broker(
     except ValueError as exc:
         raise CliError(f"bad broker settings: {exc}") from None
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(Broker(config)))
+        asyncio.run(_serve(Broker(config), logs))

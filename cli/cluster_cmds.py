@@ -8,17 +8,21 @@ from typing import Annotated
 import typer
 
 from admin import Admin, AdminError, BrokerAddress
+from cli import params
 from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
 from cli.errors import friendly
 from cli.render import BrokerRow, broker_row, clusters_table, key_value_table, route_json, route_table
 
-BrokerAddr = Annotated[str | None, typer.Option("--broker", "-b", help="One broker address, host:port")]
+BrokerAddr = Annotated[
+    str | None,
+    typer.Option("--broker", "-b", callback=params.broker_address, help="One broker address, host:port"),
+]
 ClusterName = Annotated[str | None, typer.Option("--cluster", "-c", help="Only the brokers of this cluster")]
 
 
 @friendly
 def route(
-    topic: Annotated[str, typer.Argument(help="Topic name")],
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic name")],
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,

@@ -21,11 +21,10 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from admin import Admin, AdminError
-from cli.errors import CliError
-from producer.errors import ProducerError
+from admin import Admin
+from cli import params
+from cli.errors import CliError, debugging
 from rocketmq_wire.codes import SerializeType
-from rocketmq_wire.transport import RemotingError
 
 T = TypeVar("T")
 
@@ -39,6 +38,7 @@ Namesrv = Annotated[
         "-n",
         envvar=NAMESRV_ENV,
         show_envvar=True,
+        callback=params.namesrv_addresses,
         help="NameServer address(es), host:port;host:port",
     ),
 ]
@@ -46,7 +46,10 @@ AccessKey = Annotated[
     str | None, typer.Option("--access-key", envvar="RMQ_ACCESS_KEY", help="ACL AccessKey (signs requests)")
 ]
 SecretKey = Annotated[str | None, typer.Option("--secret-key", envvar="RMQ_SECRET_KEY", help="ACL SecretKey")]
-TimeoutMs = Annotated[float, typer.Option("--timeout-ms", min=1, help="Timeout of each request, in ms")]
+TimeoutMs = Annotated[
+    float,
+    typer.Option("--timeout-ms", min=1, max=params.MAX_TIMEOUT_MS, help="Timeout of each request, in ms"),
+]
 AsJson = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables")]
 
 
@@ -104,17 +107,53 @@ def quiet_logging() -> None:
     logging.basicConfig(level=logging.ERROR, format="%(levelname)s %(name)s: %(message)s")
 
 
+class _Held(logging.Handler):
+    """Keeps records instead of writing them (not even at exit, when ``logging`` flushes every handler)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: list[logging.LogRecord] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.records.append(record)
+
+
+class StartupLogging:
+    """A server command's log on standard error, held back while the server starts.
+
+    A server that cannot start (port taken, store locked) then ends with its one ``error:`` line instead of
+    after its own "listening on ..." lines; once it serves, :meth:`started` writes the held lines out in
+    order and later ones go straight through. ``RMQ_DEBUG=1`` holds nothing back.
+    """
+
+    FORMAT = "%(asctime)s %(levelname)-5s %(name)s: %(message)s"
+
+    def __init__(self, level: str) -> None:
+        self._out = logging.StreamHandler()
+        self._out.setFormatter(logging.Formatter(self.FORMAT))
+        self._held = _Held()
+        root = logging.getLogger()
+        root.setLevel(level)
+        root.addHandler(self._out if debugging() else self._held)
+
+    def started(self) -> None:
+        root = logging.getLogger()
+        if self._held in root.handlers:
+            root.removeHandler(self._held)
+            root.addHandler(self._out)
+            for record in self._held.records:
+                self._out.handle(record)
+            self._held.records.clear()
+
+
 def run_async(work: Awaitable[T]) -> T:
-    """Run a coroutine to completion, mapping client failures to a one-line :class:`CliError`."""
+    """Run a coroutine to completion (its failures are reported by :func:`cli.errors.friendly`)."""
 
     async def main() -> T:
         return await work
 
     quiet_logging()
-    try:
-        return asyncio.run(main())
-    except (AdminError, ProducerError, RemotingError) as exc:
-        raise CliError(str(exc)) from None
+    return asyncio.run(main())
 
 
 def with_admin(where: Target, work: Callable[[Admin], Awaitable[T]]) -> T:

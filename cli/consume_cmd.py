@@ -17,6 +17,7 @@ from typing import Annotated, Any, TextIO
 
 import typer
 
+from cli import params
 from cli.common import AccessKey, Namesrv, SecretKey, Target, quiet_logging, target
 from cli.errors import CliError, friendly
 from consumer import ConsumerConfig, ConsumerError, MessageExt, PolledBatch, PullConsumer
@@ -35,9 +36,13 @@ def start_position(value: str) -> tuple[str, int | None]:
     if text in ("latest", "last", "end"):
         return "LAST_OFFSET", None
     try:
-        return "TIMESTAMP", timestamp_ms(value)
-    except ValueError as exc:
-        raise typer.BadParameter(str(exc), param_hint="--from") from None
+        when = timestamp_ms(value)
+    except (ValueError, OverflowError):
+        raise typer.BadParameter(
+            f"{value!r} is not a time: give epoch milliseconds, yyyyMMddHHmmss or an ISO 8601 date",
+            param_hint="--from",
+        ) from None
+    return "TIMESTAMP", params.epoch_ms(when, "--from")
 
 
 def body_fields(body: bytes) -> dict[str, str]:
@@ -182,8 +187,10 @@ async def _main(
 
 @friendly
 def consume(
-    topic: Annotated[str, typer.Argument(help="Topic to consume")],
-    group: Annotated[str, typer.Option("--group", "-g", help="Consumer group to consume as")],
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic to consume")],
+    group: Annotated[
+        str, typer.Option("--group", "-g", callback=params.group_name, help="Consumer group to consume as")
+    ],
     tag: Annotated[
         str, typer.Option("--tag", "-t", help="Tag expression, e.g. 'TagA || TagB' ('*': all)")
     ] = "*",

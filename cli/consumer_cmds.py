@@ -10,17 +10,20 @@ import typer
 from rich.table import Table
 
 from admin import RESET_TO_LATEST
+from cli import params
 from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
-from cli.errors import CliError, friendly
+from cli.errors import friendly
 from cli.render import cell, progress_table
 
-Group = Annotated[str, typer.Argument(help="Consumer group")]
+Group = Annotated[str, typer.Argument(callback=params.group_name, help="Consumer group")]
 
 
 @friendly
 def consumer_progress(
     group: Group,
-    topic: Annotated[str | None, typer.Option("--topic", "-t", help="Only this topic")] = None,
+    topic: Annotated[
+        str | None, typer.Option("--topic", "-t", callback=params.topic_name, help="Only this topic")
+    ] = None,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,
@@ -73,22 +76,21 @@ def parse_when(text: str) -> int:
     if text.lower() in ("now", "latest"):
         return RESET_TO_LATEST
     if text.isdigit():
-        return int(text)
+        return params.epoch_ms(int(text), "--to")
     try:
         moment = dt.datetime.fromisoformat(text)
     except ValueError:
-        raise CliError(
-            f"cannot read {text!r} as a time: use epoch milliseconds, 2024-05-01T12:00:00, or now"
+        raise typer.BadParameter(
+            f"cannot read {text!r} as a time: use epoch milliseconds, 2024-05-01T12:00:00, or now",
+            param_hint="--to",
         ) from None
-    if moment.tzinfo is None:
-        moment = moment.astimezone()
-    return int(moment.timestamp() * 1000)
+    return params.local_epoch_ms(moment, text, "--to")
 
 
 @friendly
 def reset_offset(
     group: Group,
-    topic: Annotated[str, typer.Argument(help="Topic whose offsets move")],
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic whose offsets move")],
     when: Annotated[
         str,
         typer.Option("--to", help="now, epoch ms, or an ISO date-time: first message stored at or after it"),

@@ -1,21 +1,34 @@
-"""Turning failures into one readable line and a non-zero exit, never a traceback."""
+"""Turning failures into one readable line and a non-zero exit, never a traceback.
+
+Exit codes: 2 for a wrong command line (usage), 1 for a failure while running, 130 for Ctrl-C.
+``RMQ_DEBUG=1`` adds the traceback behind an ``error:`` line, for bug reports.
+"""
 
 from __future__ import annotations
 
 import functools
+import os
 import sys
+import traceback
 from collections.abc import Callable, Sequence
-from typing import Any, ParamSpec, TypeVar
+from typing import Any, NoReturn, ParamSpec, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
+from admin.errors import AdminError
+from broker.store import StoreLockedError
+from consumer.errors import ConsumerError
+from producer.errors import ProducerError
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.transport import RemotingError
 
 P = ParamSpec("P")
 R = TypeVar("R")
+
+DEBUG_ENV = "RMQ_DEBUG"
 
 _stderr = Console(stderr=True, highlight=False, soft_wrap=True)
 
@@ -24,8 +37,37 @@ class CliError(Exception):
     """A user-facing failure: its message is printed as is."""
 
 
+#: What a command may fail with at run time: the user's input, files, the network and the peers. Each
+#: library's errors share one base class whose message already says what failed and where.
+EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
+    CliError,
+    AdminError,
+    ProducerError,
+    ConsumerError,
+    RemotingError,
+    CodecError,
+    StoreLockedError,
+    OSError,
+    TimeoutError,
+)
+
+
+def debugging() -> bool:
+    return os.environ.get(DEBUG_ENV, "") == "1"
+
+
+def one_line(text: str) -> str:
+    """Messages can quote user input or a peer's remark with line breaks; the error stays one line."""
+    return " ".join(text.split())
+
+
+def print_error(message: str) -> None:
+    """``error: message`` on standard error, the message shown literally (it may hold ``[…]``)."""
+    _stderr.print(f"[bold red]error:[/] {escape(one_line(message))}")
+
+
 def fail(message: str, code: int = 1) -> typer.Exit:
-    _stderr.print(f"[bold red]error:[/] {message}")
+    print_error(message)
     return typer.Exit(code)
 
 
@@ -36,7 +78,9 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
-        except (CliError, CodecError, OSError, TimeoutError) as exc:
+        except EXPECTED_ERRORS as exc:
+            if debugging():
+                traceback.print_exc()
             raise fail(str(exc) or type(exc).__name__) from None
         except KeyboardInterrupt:
             raise fail("interrupted", 130) from None
@@ -44,9 +88,17 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
     return wrapper
 
 
+def internal_error(exc: Exception) -> NoReturn:
+    """The last resort for a failure nobody foresaw: still one line (the traceback with ``RMQ_DEBUG=1``)."""
+    if debugging():
+        traceback.print_exception(exc)
+    print_error(f"internal error: {type(exc).__name__}: {exc}")
+    sys.exit(1)
+
+
 class OneLineErrorsGroup(TyperGroup):
     """The root command group: a usage error (missing argument, bad option value) is one ``error:`` line
-    and exit code 2, instead of a usage block and a boxed message."""
+    and exit code 2, instead of a usage block and a boxed message; any other failure is one line too."""
 
     def main(  # type: ignore[override]
         self,
@@ -65,9 +117,11 @@ class OneLineErrorsGroup(TyperGroup):
             if type(exc).__name__ != "NoArgsIsHelpError":
                 ctx = getattr(exc, "ctx", None)
                 hint = f" (see '{ctx.command_path} --help')" if ctx is not None else ""
-                _stderr.print(f"[bold red]error:[/] {escape(exc.format_message())}{hint}")
+                print_error(f"{exc.format_message()}{hint}")
             sys.exit(exc.exit_code)
         except typer.Abort:
-            _stderr.print("[bold red]error:[/] aborted")
+            print_error("aborted")
             sys.exit(1)
+        except Exception as exc:
+            internal_error(exc)
         sys.exit(result if isinstance(result, int) else 0)

@@ -6,6 +6,7 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import typer
 from rich.console import Console
@@ -13,6 +14,7 @@ from rich.table import Table
 
 from cli.errors import CliError, friendly
 from rocketmq_wire import FrameDecoder, RemotingCommand
+from rocketmq_wire.errors import CodecError
 
 
 def _frames_from(path: Path) -> Iterator[tuple[str, RemotingCommand]]:
@@ -25,17 +27,44 @@ def _frames_from(path: Path) -> Iterator[tuple[str, RemotingCommand]]:
     if text is not None and text.lstrip().startswith("{"):
         for number, line in enumerate(text.splitlines(), 1):
             if line.strip():
-                row = json.loads(line)
-                if "hex" not in row:
-                    raise CliError(f"{path}:{number}: a JSON line without a 'hex' field")
-                yield str(row.get("id", number)), RemotingCommand.decode(bytes.fromhex(row["hex"]))
+                row = _json_line(line, f"{path}:{number}")
+                yield str(row.get("id", number)), _decode_hex(row["hex"], f"{path}:{number}")
         return
     if text is not None and all(c in "0123456789abcdefABCDEF \n\r\t" for c in text):
         for number, line in enumerate(text.split(), 1):
-            yield str(number), RemotingCommand.decode(bytes.fromhex(line))
+            yield str(number), _decode_hex(line, f"{path}:{number}")
         return
-    for number, cmd in enumerate(FrameDecoder().feed(data), 1):
+    decoder = FrameDecoder()
+    try:
+        commands = decoder.feed(data)
+    except CodecError as exc:
+        raise CliError(f"{path}: {exc}") from None
+    if decoder.buffered:
+        raise CliError(f"{path}: its last {decoder.buffered} bytes are not a whole frame (cut short?)")
+    for number, cmd in enumerate(commands, 1):
         yield str(number), cmd
+
+
+def _json_line(line: str, where: str) -> dict[str, Any]:
+    """One capture line: a JSON object with a ``hex`` field (and maybe an ``id``)."""
+    try:
+        row = json.loads(line)
+    except ValueError as exc:
+        raise CliError(f"{where}: not JSON ({exc})") from None
+    if not isinstance(row, dict) or "hex" not in row:
+        raise CliError(f"{where}: a JSON line without a 'hex' field")
+    return row
+
+
+def _decode_hex(text: Any, where: str) -> RemotingCommand:
+    try:
+        frame = bytes.fromhex(text)
+    except (TypeError, ValueError):
+        raise CliError(f"{where}: {str(text)[:40]!r} is not a frame in hex") from None
+    try:
+        return RemotingCommand.decode(frame)
+    except CodecError as exc:
+        raise CliError(f"{where}: {exc}") from None
 
 
 def _kind(cmd: RemotingCommand) -> str:
@@ -44,8 +73,15 @@ def _kind(cmd: RemotingCommand) -> str:
 
 @friendly
 def inspect(
-    path: Path = typer.Argument(..., help="A .jsonl capture, a file of hex frames, raw frames, or -"),
-    limit: int = typer.Option(0, help="Show at most this many frames (0: all)"),
+    path: Path = typer.Argument(
+        ...,
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        allow_dash=True,
+        help="A .jsonl capture, a file of hex frames, raw frames, or -",
+    ),
+    limit: int = typer.Option(0, min=0, help="Show at most this many frames (0: all)"),
     as_json: bool = typer.Option(False, "--json", help="One JSON object per frame"),
 ) -> None:
     """Decode RemotingCommand frames and show their headers."""

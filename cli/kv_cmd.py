@@ -6,14 +6,17 @@ from typing import Annotated
 
 import typer
 
+from cli import params
 from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
 from cli.errors import CliError, friendly
 from cli.render import cell, key_value_table
 
 kv_app = typer.Typer(help="Read and change the NameServers' KV settings.", no_args_is_help=True)
 
-Namespace = Annotated[str, typer.Argument(help="KV namespace, e.g. ORDER_TOPIC_CONFIG")]
-Key = Annotated[str, typer.Argument(help="Key within the namespace")]
+Namespace = Annotated[
+    str, typer.Argument(callback=params.not_blank, help="KV namespace, e.g. ORDER_TOPIC_CONFIG")
+]
+Key = Annotated[str, typer.Argument(callback=params.not_blank, help="Key within the namespace")]
 
 
 @kv_app.command("get")

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from cli import params
 from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
 from cli.errors import CliError, friendly
 from cli.render import message_detail, message_json, messages_table
@@ -16,9 +17,17 @@ message_app = typer.Typer(help="Find stored messages by id or key.", no_args_is_
 @message_app.command("get")
 @friendly
 def get(
-    msg_id: Annotated[str, typer.Argument(help="Offset message id, or a unique id together with --topic")],
+    msg_id: Annotated[
+        str,
+        typer.Argument(
+            callback=params.not_blank, help="Offset message id, or a unique id together with --topic"
+        ),
+    ],
     topic: Annotated[
-        str | None, typer.Option("--topic", "-t", help="Topic to search for a unique (producer) id")
+        str | None,
+        typer.Option(
+            "--topic", "-t", callback=params.topic_name, help="Topic to search for a unique (producer) id"
+        ),
     ] = None,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
@@ -38,12 +47,18 @@ def get(
 @message_app.command("query")
 @friendly
 def query(
-    topic: Annotated[str, typer.Argument(help="Topic to search")],
-    key: Annotated[str | None, typer.Option("--key", "-k", help="A message key (KEYS)")] = None,
-    unique_key: Annotated[
-        str | None, typer.Option("--unique-key", "-u", help="A unique (producer) message id")
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic to search")],
+    key: Annotated[
+        str | None, typer.Option("--key", "-k", callback=params.not_blank, help="A message key (KEYS)")
     ] = None,
-    max_num: Annotated[int | None, typer.Option("--max", min=1, help="At most this many per broker")] = None,
+    unique_key: Annotated[
+        str | None,
+        typer.Option("--unique-key", "-u", callback=params.not_blank, help="A unique (producer) message id"),
+    ] = None,
+    max_num: Annotated[
+        int | None,
+        typer.Option("--max", min=1, max=params.JAVA_INT_MAX, help="At most this many per broker"),
+    ] = None,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,

@@ -22,6 +22,7 @@ import typer
 from rich.console import Console
 
 from admin import Admin, TopicNotFoundError
+from cli import params
 from cli.common import out, quiet_logging, run_async
 from cli.errors import CliError, friendly
 from cli.local_cluster import LocalCluster, LocalClusterSettings
@@ -142,25 +143,33 @@ def quickstart(
     store: Annotated[
         Path | None,
         typer.Option(
-            "--store", file_okay=False, help="Keep the broker's store here (default: a temporary dir)"
+            "--store",
+            parser=params.store_dir,
+            metavar="DIR",
+            help="Keep the broker's store here (default: a temporary dir)",
         ),
     ] = None,
     serve: Annotated[bool, typer.Option("--serve", help="Keep both servers running until Ctrl-C")] = False,
-    topic: Annotated[str, typer.Option("--topic", "-t", help="Topic to create and use")] = QUICKSTART_TOPIC,
+    topic: Annotated[
+        str, typer.Option("--topic", "-t", callback=params.topic_name, help="Topic to create and use")
+    ] = QUICKSTART_TOPIC,
     messages: Annotated[
         int, typer.Option("--messages", "-m", min=1, max=10_000, help="How many to send")
     ] = 5,
-    host: Annotated[str, typer.Option("--host", help="Address both servers bind")] = "127.0.0.1",
-    namesrv_port: Annotated[int, typer.Option("--namesrv-port", min=0, max=65535, help="0: any free")] = 0,
-    broker_port: Annotated[int, typer.Option("--broker-port", min=0, max=65535, help="0: any free")] = 0,
-    log_level: Annotated[str, typer.Option("--log-level", help="DEBUG, INFO, WARNING or ERROR")] = "ERROR",
+    host: Annotated[
+        str, typer.Option("--host", callback=params.listen_host, help="Address both servers bind")
+    ] = "127.0.0.1",
+    namesrv_port: Annotated[
+        int, typer.Option("--namesrv-port", callback=params.port, help="0: any free")
+    ] = 0,
+    broker_port: Annotated[int, typer.Option("--broker-port", callback=params.port, help="0: any free")] = 0,
+    log_level: Annotated[
+        str, typer.Option("--log-level", callback=params.log_level, help="DEBUG, INFO, WARNING or ERROR")
+    ] = "ERROR",
 ) -> None:
     """Start an embedded NameServer and Broker, create a topic, send and read back a few messages."""
-    level = logging.getLevelName(log_level.upper())
-    if not isinstance(level, int):
-        raise CliError(f"unknown log level {log_level!r}")
     quiet_logging()
-    logging.getLogger().setLevel(level)
+    logging.getLogger().setLevel(log_level)
     console = out()
 
     async def main() -> None:

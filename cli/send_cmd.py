@@ -4,9 +4,10 @@ throughput summary, through the project's producer."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -14,6 +15,7 @@ import typer
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TimeElapsedColumn
 from rich.table import Table
 
+from cli import params
 from cli.common import (
     AccessKey,
     AsJson,
@@ -53,12 +55,27 @@ def read_body(body: str | None, file: Path | None) -> bytes:
     return data
 
 
+#: Java's NAME_VALUE_SEPARATOR and PROPERTY_SEPARATOR: inside a name or value they would silently split
+#: the message's properties string into other properties.
+_SEPARATORS = ("\x01", "\x02")
+
+
+def no_separators(text: str, option: str) -> str:
+    """``text`` unless it holds a property separator (a usage error naming ``option``)."""
+    if any(sep in text for sep in _SEPARATORS):
+        raise typer.BadParameter(
+            f"{text!r} holds \\x01 or \\x02, which separate message properties", param_hint=option
+        )
+    return text
+
+
 def parse_properties(pairs: Sequence[str]) -> dict[str, str]:
+    """``--property name=value`` values as a mapping; a malformed one is a usage error."""
     properties: dict[str, str] = {}
     for pair in pairs:
-        name, sep, value = pair.partition("=")
-        if not sep or not name:
-            raise CliError(f"--property takes name=value, got {pair!r}")
+        name, sep, value = no_separators(pair, "--property").partition("=")
+        if not sep or not name.strip():
+            raise typer.BadParameter(f"takes name=value, got {pair!r}", param_hint="--property")
         properties[name] = value
     return properties
 
@@ -73,7 +90,9 @@ def build_message(
     delay_level: int,
 ) -> Message:
     """One message; each ``--keys`` value may hold several space-separated keys."""
-    split_keys = [key for value in keys for key in value.split()]
+    split_keys = [no_separators(key, "--keys") for value in keys for key in value.split()]
+    if tags is not None:
+        no_separators(tags, "--tags")
     try:
         return Message(
             topic, body, tags=tags, keys=split_keys, properties=dict(properties), delay_level=delay_level
@@ -157,9 +176,9 @@ class _Sender:
         self.stats.record(time.perf_counter() - started, messages, messages * len(self.message.body))
 
     async def run(self, count: int, concurrency: int, progress: Progress | None) -> SendSummary:
-        sizes = _request_sizes(count, self.batch_size)
+        requests = -(-count // self.batch_size) if self.batch_size else count
         task = progress.add_task("sending", total=count) if progress is not None else None
-        pending = iter(sizes)
+        pending = _request_sizes(count, self.batch_size)
         started = time.perf_counter()
 
         async def worker() -> None:
@@ -168,15 +187,19 @@ class _Sender:
                 if progress is not None and task is not None:
                     progress.advance(task, size)
 
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(sizes)))))
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, requests))))
         return self.stats.summary(time.perf_counter() - started)
 
 
-def _request_sizes(count: int, batch_size: int) -> list[int]:
+def _request_sizes(count: int, batch_size: int) -> Iterator[int]:
+    """Messages per request, made as the workers take them (a list of a billion ones would not fit)."""
     if not batch_size:
-        return [1] * count
+        yield from itertools.repeat(1, count)
+        return
     full, rest = divmod(count, batch_size)
-    return [batch_size] * full + ([rest] if rest else [])
+    yield from itertools.repeat(batch_size, full)
+    if rest:
+        yield rest
 
 
 async def _send(
@@ -209,7 +232,7 @@ async def _send(
 
 @friendly
 def send(
-    topic: Annotated[str, typer.Argument(help="Topic to send to")],
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic to send to")],
     body: Annotated[
         str | None, typer.Argument(help="Message body (else --file, else standard input)")
     ] = None,
@@ -225,18 +248,25 @@ def send(
         list[str] | None, typer.Option("--property", "-p", help="User property name=value; repeatable")
     ] = None,
     delay_level: Annotated[
-        int, typer.Option("--delay-level", min=0, help="Delay level (1 = 1s, 2 = 5s ...)")
+        int,
+        typer.Option(
+            "--delay-level", min=0, max=params.JAVA_INT_MAX, help="Delay level (1 = 1s, 2 = 5s ...)"
+        ),
     ] = 0,
-    count: Annotated[int, typer.Option("--count", min=1, help="Send the message this many times")] = 1,
+    count: Annotated[
+        int, typer.Option("--count", min=1, max=params.JAVA_INT_MAX, help="Send the message this many times")
+    ] = 1,
     oneway: Annotated[bool, typer.Option("--oneway", help="Do not wait for the broker's answer")] = False,
     batch: Annotated[bool, typer.Option("--batch", help="Send in batches (SEND_BATCH_MESSAGE)")] = False,
     batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, help="Messages per batch")
+        int, typer.Option("--batch-size", min=1, max=params.JAVA_INT_MAX, help="Messages per batch")
     ] = DEFAULT_BATCH_SIZE,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at once")
     ] = 1,
-    group: Annotated[str, typer.Option("--group", "-g", help="Producer group")] = DEFAULT_GROUP,
+    group: Annotated[
+        str, typer.Option("--group", "-g", callback=params.group_name, help="Producer group")
+    ] = DEFAULT_GROUP,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,

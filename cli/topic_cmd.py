@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from admin import DEFAULT_PERM, DEFAULT_QUEUE_NUMS, Admin, TopicDeleted
+from cli import params
 from cli.common import (
     AccessKey,
     AsJson,
@@ -24,7 +25,7 @@ from cli.render import cell, topic_status_table
 
 topic_app = typer.Typer(help="List, create, delete and inspect topics.", no_args_is_help=True)
 
-Topic = Annotated[str, typer.Argument(help="Topic name")]
+Topic = Annotated[str, typer.Argument(callback=params.topic_name, help="Topic name")]
 
 
 @topic_app.command("list")
@@ -79,6 +80,12 @@ async def _create(
     return cluster, written
 
 
+def _perm(value: int) -> int:
+    if value not in (2, 4, 6):
+        raise typer.BadParameter(f"must be 2 (write), 4 (read) or 6 (read and write), not {value}")
+    return value
+
+
 @topic_app.command("create")
 @friendly
 def create(
@@ -86,10 +93,19 @@ def create(
     cluster: Annotated[
         str | None, typer.Option("--cluster", "-c", help="Create on every master of this cluster")
     ] = None,
-    broker: Annotated[str | None, typer.Option("--broker", "-b", help="Create on this broker only")] = None,
-    read_queues: Annotated[int, typer.Option("--read-queues", "-r", min=1)] = DEFAULT_QUEUE_NUMS,
-    write_queues: Annotated[int, typer.Option("--write-queues", "-w", min=1)] = DEFAULT_QUEUE_NUMS,
-    perm: Annotated[int, typer.Option("--perm", "-p", help="2 write, 4 read, 6 read+write")] = DEFAULT_PERM,
+    broker: Annotated[
+        str | None,
+        typer.Option("--broker", "-b", callback=params.broker_address, help="Create on this broker only"),
+    ] = None,
+    read_queues: Annotated[
+        int, typer.Option("--read-queues", "-r", min=1, max=params.JAVA_INT_MAX)
+    ] = DEFAULT_QUEUE_NUMS,
+    write_queues: Annotated[
+        int, typer.Option("--write-queues", "-w", min=1, max=params.JAVA_INT_MAX)
+    ] = DEFAULT_QUEUE_NUMS,
+    perm: Annotated[
+        int, typer.Option("--perm", "-p", callback=_perm, help="2 write, 4 read, 6 read+write")
+    ] = DEFAULT_PERM,
     order: Annotated[
         bool, typer.Option("--order", help="An ordered topic (layout kept in the NameServers)")
     ] = False,
@@ -102,8 +118,6 @@ def create(
     """Create or update a topic on a cluster (the only one by default) or on one broker."""
     if cluster is not None and broker is not None:
         raise CliError("pass either --cluster or --broker, not both")
-    if perm not in (2, 4, 6):
-        raise CliError(f"--perm must be 2 (write), 4 (read) or 6 (read and write), not {perm}")
     where = target(namesrv, access_key, secret_key, timeout_ms)
     used_cluster, written = with_admin(
         where, lambda admin: _create(admin, topic, cluster, broker, read_queues, write_queues, perm, order)

@@ -5,10 +5,13 @@ from __future__ import annotations
 
 import asyncio
 import socket
+from pathlib import Path
 
 import pytest
+import typer
 from typer.testing import CliRunner, Result
 
+from cli import params
 from cli.common import target
 from cli.consumer_cmds import parse_when
 from cli.errors import CliError
@@ -51,20 +54,20 @@ def _one_error_line(result: Result, exit_code: int) -> str:
             1,
             "--access-key and --secret-key go together",
         ),
-        (["send", "T", "body", "-n", "ns:1", "--property", "novalue"], 1, "--property takes name=value"),
+        (["send", "T", "body", "-n", "ns:1", "--property", "novalue"], 2, "--property: takes name=value"),
         (["send", "T", "body", "-n", "ns:1", "--oneway", "--batch"], 1, "do not go together"),
         (["send", "T", "body", "-n", "ns:1", "--keys", "a", "--delay-level", "-1"], 2, "--delay-level"),
         (["send", "T", "-n", "ns:1"], 1, "the message body is empty"),
         (["message", "query", "T", "-n", "ns:1"], 1, "exactly one of --key and --unique-key"),
         (["message", "query", "T", "-n", "ns:1", "--key", "a", "-u", "b"], 1, "exactly one of --key"),
-        (["topic", "create", "T", "-n", "ns:1", "--perm", "3"], 1, "--perm must be 2"),
+        (["topic", "create", "T", "-n", "ns:1", "--perm", "3"], 2, "'--perm' / '-p': must be 2"),
         (["topic", "create", "T", "-n", "ns:1", "-c", "C", "-b", "b:1"], 1, "either --cluster or --broker"),
         (
             ["reset-offset", "G", "T", "-n", "ns:1", "--to", "yesterday"],
-            1,
+            2,
             "cannot read 'yesterday' as a time",
         ),
-        (["quickstart", "--log-level", "LOUD"], 1, "unknown log level"),
+        (["quickstart", "--log-level", "LOUD"], 2, "unknown log level"),
     ],
 )
 def test_argument_errors_are_one_line(args: list[str], exit_code: int, fragment: str) -> None:
@@ -125,3 +128,54 @@ def test_serialization_comes_from_apaches_variable(
     monkeypatch.setenv("ROCKETMQ_SERIALIZE_TYPE", value)
     assert target("127.0.0.1:9876").serialize_type is expected
     assert target("127.0.0.1:9876").admin()._settings[-1] is expected
+
+
+def _broken_admin(*args: object, **kwargs: object) -> None:
+    raise RuntimeError("boom\nin two lines")
+
+
+def test_an_unforeseen_failure_is_one_line(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("RMQ_DEBUG", raising=False)
+    monkeypatch.setattr("cli.cluster_cmds.with_admin", _broken_admin)
+    line = _one_error_line(_run("route", "T", "-n", "ns:1"), 1)
+    assert line == "error: internal error: RuntimeError: boom in two lines"
+
+
+def test_rmq_debug_adds_the_traceback(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RMQ_DEBUG", "1")
+    monkeypatch.setattr("cli.cluster_cmds.with_admin", _broken_admin)
+    result = _run("route", "T", "-n", "ns:1")
+    assert result.exit_code == 1
+    assert "Traceback" in result.stderr and "_broken_admin" in result.stderr
+    assert result.stderr.strip().splitlines()[-1] == "error: internal error: RuntimeError: boom in two lines"
+
+
+def test_an_error_message_is_printed_literally() -> None:
+    line = _one_error_line(_run("message", "get", "[/x]", "-n", _dead_namesrv()), 1)
+    assert "[/x]" in line
+
+
+@pytest.mark.parametrize(
+    ("value", "expected"), [("ns:9876", "ns:9876"), (" a:1 ; [::1]:2 ", "a:1;[::1]:2"), ("  ", None)]
+)
+def test_namesrv_addresses_accepted(value: str, expected: str | None) -> None:
+    assert params.namesrv_addresses(value) == expected
+
+
+@pytest.mark.parametrize(
+    ("value", "why"),
+    [("h:99999", "outside 0..65535"), ("h:0", "port 0"), ("h", "host:port"), (";;", "no NameServer address")],
+)
+def test_namesrv_addresses_refused(value: str, why: str) -> None:
+    with pytest.raises(typer.BadParameter, match=why):
+        params.namesrv_addresses(value)
+
+
+def test_store_dir_is_created_or_refused(tmp_path: Path) -> None:
+    assert params.store_dir(str(tmp_path / "a" / "b")).is_dir()
+    file = tmp_path / "file"
+    file.write_text("x")
+    refused = {" ": "must not be empty", str(file): "is a file", str(file / "sub"): "cannot create"}
+    for value, why in refused.items():
+        with pytest.raises(typer.BadParameter, match=why):
+            params.store_dir(value)

@@ -1,0 +1,163 @@
+"""What option and argument values must look like, checked while the command line is read.
+
+Every command shares these checks (as typer callbacks and parsers), so a wrong value is one
+``error: Invalid value for '--port': …`` line and exit code 2 before anything connects, binds or writes --
+rather than a failure (or a traceback) deep in a server or client later, with the option no longer named.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import ipaddress
+import logging
+import os
+import socket
+from pathlib import Path
+
+import typer
+
+from producer.namesrv import parse_namesrv_list
+from rocketmq_wire.topics import validate_group, validate_topic
+from rocketmq_wire.transport.address import parse_address
+
+#: Counts and sizes travel as Java ``int`` fields; a larger number could not be sent.
+JAVA_INT_MAX = 2**31 - 1
+#: Broker ids are Java ``long`` fields.
+JAVA_LONG_MAX = 2**63 - 1
+#: The longest timeout an option accepts (an hour): anything longer is a typo, not a wish.
+MAX_TIMEOUT_MS = 3_600_000
+#: Times are checked against the years a broker can store (epoch milliseconds of 9999-12-31T23:59:59.999Z).
+MAX_EPOCH_MS = 253_402_300_799_999
+
+
+def port(value: int | None) -> int | None:
+    """A port to listen on: 0 (any free one) to 65535."""
+    if value is not None and not 0 <= value <= 0xFFFF:
+        raise typer.BadParameter(f"{value} is not a port (0..65535; 0 picks a free one)")
+    return value
+
+
+def _address(text: str) -> str:
+    """One ``host:port`` to connect to (port 1..65535)."""
+    try:
+        _, number = parse_address(text)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+    if number == 0:
+        raise typer.BadParameter(f"address {text!r} has port 0, which nothing can be reached on")
+    return text.strip()
+
+
+def namesrv_addresses(value: str | None) -> str | None:
+    """``host:port;host:port`` (Apache's namesrvAddr syntax); blank is left for the command to report as
+    missing, with the ways to name one."""
+    if value is None or not value.strip():
+        return None
+    try:
+        return ";".join(_address(item) for item in parse_namesrv_list(value))
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc)) from None
+
+
+def broker_address(value: str | None) -> str | None:
+    """One broker's ``host:port``."""
+    return None if value is None else _address(value)
+
+
+def topic_name(value: str | None) -> str | None:
+    """A topic name as Apache accepts it (letters, digits, ``%|-_``, at most 127 characters)."""
+    if value is not None and (problem := validate_topic(value)) is not None:
+        raise typer.BadParameter(f"{value!r}: {problem[1]}")
+    return value
+
+
+def group_name(value: str | None) -> str | None:
+    """A producer or consumer group name as Apache accepts it."""
+    if value is not None and (problem := validate_group(value)) is not None:
+        raise typer.BadParameter(f"{value!r}: {problem}")
+    return value
+
+
+def not_blank(value: str | None) -> str | None:
+    """Names, keys and ids: an empty one can only be a mistake (an unset shell variable, say)."""
+    if value is not None and not value.strip():
+        raise typer.BadParameter("must not be empty")
+    return value
+
+
+def log_level(value: str) -> str:
+    """DEBUG, INFO, WARNING, ERROR (any case), as the name ``logging`` knows."""
+    name = value.strip().upper()
+    if not isinstance(logging.getLevelName(name), int):
+        raise typer.BadParameter(f"unknown log level {value!r}: use DEBUG, INFO, WARNING or ERROR")
+    return name
+
+
+def listen_host(value: str | None) -> str | None:
+    """An address to bind, resolved now so that a typo is reported as such, not as a failed start."""
+    if value is None:
+        return None
+    if not value.strip():
+        raise typer.BadParameter("must not be empty (0.0.0.0 listens on every interface)")
+    try:
+        socket.getaddrinfo(value, None, flags=socket.AI_PASSIVE)
+    except (socket.gaierror, UnicodeError) as exc:
+        reason = exc.strerror if isinstance(exc, socket.gaierror) else str(exc)
+        raise typer.BadParameter(f"{value!r}: {reason}") from None
+    return value
+
+
+def ip_address(value: str | None) -> str | None:
+    """An IP address given out to clients (a broker's ``brokerIP1``)."""
+    if value is not None:
+        try:
+            ipaddress.ip_address(value)
+        except ValueError:
+            raise typer.BadParameter(f"{value!r} is not an IP address") from None
+    return value
+
+
+def epoch_ms(value: int, option: str) -> int:
+    """A point in time in epoch milliseconds that brokers can compare with their store times."""
+    if not 0 <= value <= MAX_EPOCH_MS:
+        raise typer.BadParameter(f"{value} ms is not between 1970 and 9999", param_hint=option)
+    return value
+
+
+def local_epoch_ms(moment: dt.datetime, text: str, option: str) -> int:
+    """``moment`` (local time unless it has an offset) in epoch milliseconds."""
+    try:
+        return epoch_ms(int(moment.astimezone().timestamp() * 1000), option)
+    except (ValueError, OverflowError):
+        raise typer.BadParameter(f"{text!r} is not between 1970 and 9999", param_hint=option) from None
+
+
+def store_dir(text: str) -> Path:
+    """A directory to keep data in, created now if missing: a file, a blank value or a place where nothing
+    can be created is refused before the server starts (and logs) anything."""
+    if not text.strip():
+        raise typer.BadParameter("must not be empty")
+    path = Path(text)
+    if path.exists() and not path.is_dir():
+        raise typer.BadParameter(f"{text!r} is a file, not a directory")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise typer.BadParameter(f"cannot create {text!r}: {exc.strerror or exc}") from None
+    if not os.access(path, os.W_OK | os.X_OK):
+        raise typer.BadParameter(f"{text!r} is not writable")
+    return path
+
+
+def data_file(text: str) -> Path:
+    """A file a server reads at start and rewrites later: it may be missing, but it must not be a directory
+    and its folder must be creatable, or the first write would fail long after the start."""
+    if not text.strip():
+        raise typer.BadParameter("must not be empty")
+    path = Path(text)
+    if path.is_dir():
+        raise typer.BadParameter(f"{text!r} is a directory, not a file")
+    if path.exists() and not os.access(path, os.R_OK):
+        raise typer.BadParameter(f"{text!r} is not readable")
+    store_dir(str(path.parent))
+    return path
