@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from tests.integration.clusters import configs
 from tests.integration.clusters.launch import Launch, NamesrvEndpoint
 from tests.integration.clusters.model import BROKER_NAME
 from tests.integration.clusters.probe import wait_for_namesrv_sync
-from tests.integration.clusters.processes import ManagedProcess, free_port
+from tests.integration.clusters.processes import ManagedProcess, free_port, free_port_block
 
 REPO_ROOT = Path(__file__).resolve().parents[3]
 #: The Apache NameServer whose answers the project's NameServer reproduces (unless a mixed set-up pairs it
@@ -54,22 +55,28 @@ def start_namesrv(launch: Launch, profile: str = NAMESRV_PROFILE) -> NamesrvEndp
 
 
 def start_broker(
-    launch: Launch, namesrv_addr: str, *, broker_name: str = BROKER_NAME, name: str = "python-broker"
+    launch: Launch,
+    namesrv_addr: str,
+    *,
+    broker_name: str = BROKER_NAME,
+    name: str = "python-broker",
+    extra: Mapping[str, str] | None = None,
 ) -> ManagedProcess:
     """``rmq broker`` on a free loopback port with its store under the launch's work folder.
 
     The settings without a command-line option (transaction check timing, disk ratio …) come from the same
-    ``broker.conf`` an Apache broker gets (``--config``); the options, which win over the file, repeat the
-    file's values.
+    ``broker.conf`` an Apache broker gets (``--config``), plus ``extra`` (e.g. a slave's ``brokerId`` and
+    ``brokerRole``); the options, which win over the file, repeat the file's values. The port after the
+    broker's is free too: a master's HA port is listenPort + 1.
     """
-    port = free_port()
+    port = free_port_block((0, 1))
     store = launch.work_dir / f"{name}-store"
     settings = configs.broker_properties(
         listen_port=port,
         namesrv_addr=namesrv_addr,
         store_dir=str(store),
         broker_name=broker_name,
-        extra={"listenHost": "127.0.0.1"},
+        extra={"listenHost": "127.0.0.1", **(extra or {})},
     )
     config = configs.write_properties(launch.work_dir / f"{name}.conf", settings)
     argv = [
