@@ -1,0 +1,345 @@
+"""Master–slave replication across implementations: a project slave of an Apache master, and an Apache slave
+of a project master (Apache's classic HA: the slave reports its commit-log offset, the master streams the
+bytes from there).
+
+What must hold, for each pair and each full Apache release:
+
+* after 10,000 mixed messages (sizes from 16 B to 60 KiB, compressed bodies, batches, delayed and
+  transactional ones) the slave's commit log is byte for byte the master's;
+* under SYNC_MASTER, every send the master acknowledged is on the slave: kill -9 the master while a producer
+  sends, and the project's consumer and Apache's Java consumer read each acknowledged message from the
+  slave, none twice by queue offset.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import contextlib
+import logging
+import os
+import signal
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from admin import Admin
+from producer import (
+    LocalTransactionState,
+    Message,
+    Producer,
+    ProducerError,
+    SendStatus,
+    TransactionProducer,
+)
+from rocketmq_wire.bodies.cluster import ClusterInfo
+from rocketmq_wire.message import MessageExt
+from tests.integration.apache import servers
+from tests.integration.apache.releases import ApacheRelease, full_releases
+from tests.integration.clusters import python_servers
+from tests.integration.clusters.fixture import running_cluster
+from tests.integration.clusters.launch import Launch
+from tests.integration.clusters.model import unique_name
+from tests.integration.clusters.probe import eventually
+from tests.integration.clusters.processes import ManagedProcess
+from tests.integration.clusters.providers import ProviderSpec, Started, java_unavailable
+from tests.integration.clusters.readback import read_topic
+from tests.integration.java_peer.fixtures import JavaClientFactory
+
+pytestmark = [pytest.mark.integration]
+log = logging.getLogger("tests.ha")
+
+HA_BROKER = "it-ha-broker"
+SINGLES = 6000
+BATCHES, BATCH_SIZE = 200, 16
+DELAYED = 300
+TRANSACTIONS = 500
+TOTAL = SINGLES + BATCHES * BATCH_SIZE + DELAYED + TRANSACTIONS
+SIZES = (16, 100, 1000, 5000, 60_000)
+IN_FLIGHT = 64
+CATCH_UP_S = 90.0
+KILL_SEND_S = 6.0
+KILL_AFTER_S = 2.5
+
+
+class Pair:
+    """A running master and slave of one broker name, and where each keeps its commit log."""
+
+    def __init__(self, kinds: tuple[str, str], role: str) -> None:
+        self.kinds = kinds  # (master kind, slave kind): "python" or an Apache version
+        self.role = role
+        self.namesrv = ""
+        self.master: ManagedProcess | None = None
+        self.commit_logs: dict[str, Path] = {}
+
+
+def _start_broker(
+    launch: Launch, kind: str, release: ApacheRelease, namesrv: str, *, slave: bool, role: str
+) -> tuple[ManagedProcess, Path]:
+    name = "slave" if slave else "master"
+    extra = {"brokerId": "1", "brokerRole": "SLAVE"} if slave else {"brokerId": "0", "brokerRole": role}
+    if kind == "python":
+        process = python_servers.start_broker(
+            launch, namesrv, broker_name=HA_BROKER, name=f"python-{name}", extra=extra
+        )
+        return process, launch.work_dir / f"python-{name}-store" / "commitlog"
+    process = servers.start_broker(
+        launch, release, namesrv, broker_name=HA_BROKER, name=f"apache-{name}", extra=extra
+    )
+    return process, launch.work_dir / f"apache-{name}" / "store" / "commitlog"
+
+
+def _pair_spec(release: ApacheRelease, master_kind: str, role: str, pair: Pair) -> ProviderSpec:
+    slave_kind = release.version if master_kind == "python" else "python"
+
+    def start(launch: Launch) -> Started:
+        namesrv = servers.start_namesrv(launch, release)
+        pair.namesrv = namesrv.addr
+        pair.master, pair.commit_logs["master"] = _start_broker(
+            launch, master_kind, release, namesrv.addr, slave=False, role=role
+        )
+        _, pair.commit_logs["slave"] = _start_broker(
+            launch, slave_kind, release, namesrv.addr, slave=True, role=role
+        )
+        return Started(namesrv, ((HA_BROKER, master_kind),))
+
+    label = f"{'python' if master_kind == 'python' else 'apache-' + release.version}-master"
+    return ProviderSpec(
+        f"ha-{label}-{role.lower()}", "binaries", start, 120.0, lambda: java_unavailable(release)
+    )
+
+
+PAIRS = [(release, master_kind) for release in full_releases() for master_kind in ("python", release.version)]
+
+
+def _pair_id(param: tuple[ApacheRelease, str]) -> str:
+    release, master_kind = param
+    if master_kind == "python":
+        return f"apache-{release.version}-slave-of-python-master"
+    return f"python-slave-of-apache-{release.version}-master"
+
+
+@contextlib.contextmanager
+def replicated(release: ApacheRelease, master_kind: str, role: str) -> Iterator[Pair]:
+    pair = Pair((master_kind, "python" if master_kind != "python" else release.version), role)
+    with running_cluster(_pair_spec(release, master_kind, role, pair), "rmq-ha"):
+        asyncio.run(_wait_for_slave(pair.namesrv))
+        yield pair
+
+
+def _broker_ids(info: ClusterInfo) -> set[int]:
+    data = info.broker_addr_table.get(HA_BROKER)
+    return set(data.broker_addrs) if data is not None else set()
+
+
+async def _wait_for_slave(namesrv: str) -> None:
+    async with Admin(namesrv) as admin:
+        await eventually(
+            admin.cluster_info,
+            lambda info: _broker_ids(info) == {0, 1},
+            timeout_s=60.0,
+            what=f"{HA_BROKER}'s master and slave registered",
+        )
+
+
+# -- the mixed load -----------------------------------------------------------------------------------------
+
+
+def _body(i: int) -> bytes:
+    size = SIZES[i % len(SIZES)]
+    head = f"ha {i:06d} ".encode()
+    return head + bytes((i + k) % 251 for k in range(max(0, size - len(head))))
+
+
+async def send_mixed(namesrv: str, topic: str) -> list[bytes]:
+    """Every kind of message the store writes; returns the bodies consumers will see (rolled-back
+    transactions are not among them)."""
+    visible: list[bytes] = []
+    slots = asyncio.Semaphore(IN_FLIGHT)
+    async with Producer(unique_name("HaPg"), namesrv, send_timeout_ms=10_000) as producer:
+
+        async def one(message: Message) -> None:
+            async with slots:
+                result = await producer.send(message)
+                assert result.status is SendStatus.SEND_OK, result
+
+        async def batch(messages: list[Message]) -> None:
+            async with slots:
+                result = await producer.send_batch(messages)
+                assert result.status is SendStatus.SEND_OK, result
+
+        singles = [Message(topic, _body(i), tags=f"T{i % 4}", keys=[f"k{i}"]) for i in range(SINGLES)]
+        batches = [
+            [Message(topic, _body(SINGLES + b * BATCH_SIZE + j)) for j in range(BATCH_SIZE)]
+            for b in range(BATCHES)
+        ]
+        first = SINGLES + BATCHES * BATCH_SIZE
+        delayed = [Message(topic, _body(first + i), delay_level=1 + i % 2) for i in range(DELAYED)]
+        await asyncio.gather(
+            *(one(m) for m in singles), *(batch(b) for b in batches), *(one(m) for m in delayed)
+        )
+        visible += (
+            [m.body for m in singles] + [m.body for b in batches for m in b] + [m.body for m in delayed]
+        )
+
+    first = SINGLES + BATCHES * BATCH_SIZE + DELAYED
+
+    def decide(message: Message, transaction_id: str, arg: Any) -> LocalTransactionState:
+        """Even transactions commit, odd ones roll back."""
+        if arg % 2 == 0:
+            return LocalTransactionState.COMMIT_MESSAGE
+        return LocalTransactionState.ROLLBACK_MESSAGE
+
+    def check(message: MessageExt) -> LocalTransactionState:
+        return LocalTransactionState.ROLLBACK_MESSAGE  # every transaction was decided at once
+
+    async with TransactionProducer(unique_name("HaTx"), namesrv, checker=check, executor=decide) as tx:
+        for i in range(TRANSACTIONS):
+            body = _body(first + i)
+            result = await tx.send_in_transaction(Message(topic, body), i)
+            assert result.status is SendStatus.SEND_OK
+            if i % 2 == 0:
+                visible.append(body)
+    return visible
+
+
+async def _max_offsets(namesrv: str, addrs: dict[int, str]) -> dict[int, int]:
+    async with Admin(namesrv) as admin:
+        return {
+            broker_id: int((await admin.broker_runtime_stats(addr))["commitLogMaxOffset"])
+            for broker_id, addr in addrs.items()
+        }
+
+
+async def wait_caught_up(namesrv: str) -> int:
+    """The commit-log end both hold, once the slave has the master's and neither moved for a while."""
+    async with Admin(namesrv) as admin:
+        info = await admin.cluster_info()
+    addrs = dict(info.broker_addr_table[HA_BROKER].broker_addrs)
+    deadline = time.monotonic() + CATCH_UP_S
+    stable_since, last = time.monotonic(), (-1, -2)
+    while time.monotonic() < deadline:
+        offsets = await _max_offsets(namesrv, addrs)
+        now = (offsets[0], offsets[1])
+        if now != last:
+            stable_since, last = time.monotonic(), now
+        elif now[0] == now[1] and time.monotonic() - stable_since > 3.0:
+            return now[0]
+        await asyncio.sleep(0.5)
+    raise AssertionError(f"the slave did not catch up with the master: offsets {last}")
+
+
+def commit_log_bytes(folder: Path, end: int) -> bytes:
+    """The commit log from offset 0 to ``end``, read across its files (named by their first offset)."""
+    files = sorted(p for p in folder.iterdir() if p.name.isdigit())
+    assert files, f"no commit-log file in {folder}"
+    data = bytearray()
+    for path in files:
+        start = int(path.name)
+        if start >= end:
+            break
+        with path.open("rb") as handle:
+            data += handle.read(end - start)
+    return bytes(data[:end])
+
+
+def first_difference(a: bytes, b: bytes) -> int:
+    for i, (x, y) in enumerate(zip(a, b, strict=False)):
+        if x != y:
+            return i
+    return min(len(a), len(b))
+
+
+@pytest.mark.parametrize("pair_of", PAIRS, ids=[_pair_id(p) for p in PAIRS])
+async def test_slave_commit_log_is_byte_identical(pair_of: tuple[ApacheRelease, str]) -> None:
+    release, master_kind = pair_of
+    with replicated(release, master_kind, "ASYNC_MASTER") as pair:
+        async with Admin(pair.namesrv) as admin:
+            info = await admin.cluster_info()
+            master_addr = info.broker_addr_table[HA_BROKER].broker_addrs[0]
+            topic = unique_name("Ha")
+            await admin.create_topic(topic, broker_addr=master_addr, read_queue_nums=4, write_queue_nums=4)
+        visible = await send_mixed(pair.namesrv, topic)
+        await asyncio.sleep(6)  # the delayed messages come back to their topic after 1 and 5 s
+        end = await wait_caught_up(pair.namesrv)
+        master = commit_log_bytes(pair.commit_logs["master"], end)
+        slave = commit_log_bytes(pair.commit_logs["slave"], end)
+        log.info("%s: %d commit-log bytes compared", _pair_id(pair_of), end)
+        assert len(master) == len(slave) == end
+        at = first_difference(master, slave)
+        assert master == slave, f"the commit logs differ from offset {at} of {end}"
+        stored = await read_topic(pair.namesrv, topic, len(visible), timeout_s=60)
+        assert sorted(m.body for m in stored) == sorted(visible)
+
+
+async def send_until_killed(namesrv: str, topic: str, master: ManagedProcess) -> tuple[set[bytes], float]:
+    """Send for :data:`KILL_SEND_S` with a few requests in flight, SIGKILL the master after
+    :data:`KILL_AFTER_S`; returns the acknowledged bodies and when the kill happened."""
+    acked: set[bytes] = set()
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    killed_at = 0.0
+    counter = iter(range(10**9))
+
+    async def sender(producer: Producer) -> None:
+        while loop.time() - started < KILL_SEND_S:
+            body = f"sync {next(counter):07d}".encode()
+            try:
+                result = await producer.send(Message(topic, body))
+            except ProducerError:
+                await asyncio.sleep(0.05)
+                continue
+            if result.status is SendStatus.SEND_OK:
+                acked.add(body)
+
+    async with Producer(unique_name("HaKillPg"), namesrv, send_timeout_ms=3000, retry_times=0) as producer:
+        tasks = [asyncio.ensure_future(sender(producer)) for _ in range(8)]
+        await asyncio.sleep(KILL_AFTER_S)
+        for member in master.pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(member.pid, signal.SIGKILL)
+        killed_at = loop.time()
+        await asyncio.gather(*tasks)
+    return acked, killed_at
+
+
+@pytest.mark.parametrize("pair_of", PAIRS, ids=[_pair_id(p) for p in PAIRS])
+async def test_sync_master_killed_every_acknowledged_message_is_on_the_slave(
+    pair_of: tuple[ApacheRelease, str], java_client: JavaClientFactory
+) -> None:
+    release, master_kind = pair_of
+    java = java_client(release)
+    with replicated(release, master_kind, "SYNC_MASTER") as pair:
+        assert pair.master is not None
+        async with Admin(pair.namesrv) as admin:
+            info = await admin.cluster_info()
+            master_addr = info.broker_addr_table[HA_BROKER].broker_addrs[0]
+            topic = unique_name("HaKill")
+            await admin.create_topic(topic, broker_addr=master_addr, read_queue_nums=4, write_queue_nums=4)
+            await eventually(
+                lambda: admin.topic_route(topic),
+                lambda route: bool(route.queue_datas),
+                timeout_s=40.0,
+                what=f"route of {topic}",
+            )
+        acked, _ = await send_until_killed(pair.namesrv, topic, pair.master)
+        assert len(acked) > 50, f"only {len(acked)} sends acknowledged before the kill"
+
+        stored: list[MessageExt] = await read_topic(pair.namesrv, topic, len(acked), timeout_s=60)
+        by_offset = collections.Counter((m.queue_id, m.queue_offset) for m in stored)
+        assert all(n == 1 for n in by_offset.values()), "a queue offset read twice"
+        missing = acked - {m.body for m in stored}
+        assert not missing, (
+            f"{len(missing)} acknowledged message(s) not on the slave, e.g. {sorted(missing)[:3]}"
+        )
+
+        result = await asyncio.to_thread(
+            java.pull_consume, pair.namesrv, unique_name("HaJavaCg"), topic, count=len(acked), timeout=90.0
+        )
+        java_bodies = collections.Counter(m.body for m in result.messages())
+        assert not (acked - set(java_bodies)), "Apache's Java consumer missed acknowledged messages"
+        assert all(n == 1 for n in java_bodies.values()), "Apache's Java consumer read a message twice"
+        log.info("%s: %d acknowledged, all on the slave", _pair_id(pair_of), len(acked))
