@@ -20,6 +20,7 @@ from broker.clients import ConsumerManager, ProducerManager
 from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig
 from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl
+from broker.ha.service import HighAvailability
 from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
@@ -43,7 +44,13 @@ from broker.processors.consumer_manage import (
 )
 from broker.processors.consumer_relay import ConsumerRelayProcessor
 from broker.processors.end_transaction import EndTransactionProcessor
-from broker.processors.offset_export import GetAllConsumerOffsetProcessor, GetAllDelayOffsetProcessor
+from broker.processors.ha_status import GetBrokerHaStatusProcessor
+from broker.processors.offset_export import (
+    GetAllConsumerOffsetProcessor,
+    GetAllDelayOffsetProcessor,
+    GetAllMessageRequestModeProcessor,
+    GetAllSubscriptionGroupProcessor,
+)
 from broker.processors.producer_admin import GetProducerConnectionListProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor, ViewMessageByIdProcessor
@@ -63,19 +70,21 @@ from broker.processors.topic_admin import (
     GetTopicStatsInfoProcessor,
     UpdateAndCreateTopicProcessor,
 )
-from broker.registration import NameServerRegistration
+from broker.registration import NameServerRegistration, RegistrationResult
 from broker.schedule import ScheduleMessageService
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
 from broker.transaction import TransactionalMessageService
+from broker.vip_channel import start_vip_server, vip_port
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.headers.consumer import NotifyConsumerIdsChangedRequestHeader
 from rocketmq_wire.headers.transaction import CheckTransactionStateRequestHeader
 from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.transport import Connection, RemotingClient, RemotingError, RemotingServer
+from rocketmq_wire.transport.dispatch import RequestGate
 
 log = logging.getLogger("broker")
 
@@ -101,7 +110,9 @@ class Broker:
         self.topic_config_manager = TopicConfigManager(
             config, TopicConfigStore(config_dir, clock=self.clock.now_ms)
         )
-        self.subscription_groups = SubscriptionGroupManager(config.auto_create_subscription_group)
+        self.subscription_groups = SubscriptionGroupManager(
+            config.auto_create_subscription_group, clock=self.clock.now_ms
+        )
         self.consumer_manager = ConsumerManager(self._consumer_group_changed)
         self.producer_manager = ProducerManager()
         self.lock_manager = RebalanceLockManager(self.clock, config.rebalance_lock_max_live_time)
@@ -109,6 +120,7 @@ class Broker:
         self.server = RemotingServer(config.listen_host, config.listen_port)
         self._namesrv_client = RemotingClient()
         self.registration = NameServerRegistration(config, self.topic_config_manager, self._namesrv_client)
+        self.registration.on_registered(self._registered)
         self.pull_processor = PullMessageProcessor(self)
         self.runtime_info = GetBrokerRuntimeInfoProcessor(self)
         self._store: MessageStore | None = None
@@ -117,6 +129,9 @@ class Broker:
         self._transactions: TransactionalMessageService | None = None
         self._pull_holder: PullRequestHoldService | None = None
         self._send_flow_control: SendFlowControl | None = None
+        self._ha: HighAvailability | None = None
+        self._vip_server: RemotingServer | None = None
+        self._handlers: dict[int, tuple[Handler, RequestGate | None]] = {}
         self._chores: list[PeriodicTask] = []
         self._tasks: set[asyncio.Task[None]] = set()
         self._register_again = False
@@ -163,6 +178,13 @@ class Broker:
         return self._send_flow_control
 
     @property
+    def ha(self) -> HighAvailability:
+        """This broker's part in master/slave replication (HA port, slave link, metadata sync)."""
+        if self._ha is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._ha
+
+    @property
     def address(self) -> str:
         """Where clients reach this broker (``brokerIP1:listenPort``), also what it registers."""
         return self.config.broker_addr
@@ -184,18 +206,35 @@ class Broker:
         if self._started:
             return
         config = self.config
+        if not config.is_slave and config.broker_id != 0:
+            # Apache's BrokerStartup does the same: whatever the file says, a master is broker 0.
+            log.info("brokerId %d ignored: a %s is always broker 0", config.broker_id, config.broker_role)
+            config.broker_id = 0
+        requested_port = config.listen_port
         self.server.register_default(self._starting)
         port = await self.server.start()
         if config.listen_port == 0:
             config.listen_port = port
         try:
             await self._open_store()
+            self._ha = HighAvailability(self, self._namesrv_client)
+            await self._ha.start(requested_port)
         except BaseException:
+            if self._schedule is not None:
+                await self._schedule.stop()
+            if self._store is not None:
+                await self._store.stop()
             await self.server.close()
             raise
         self._register_handlers()
         self.server.register_default(None)
         self.server.on_connection_closed(self._connection_closed)
+        self._vip_server = await start_vip_server(
+            config.listen_host,
+            vip_port(requested_port, config.listen_port),
+            self._handlers,
+            self._connection_closed,
+        )
         self.topic_config_manager.on_change(self._topics_changed)
         self._start_chores()
         self._started = True
@@ -243,7 +282,8 @@ class Broker:
             config.store_host,
         )
         self._schedule.load()
-        self._schedule.start()
+        if not config.is_slave:  # a slave's store takes no writes: its master delivers delayed messages
+            self._schedule.start()
         self._transactions = TransactionalMessageService(
             messages, self.consumer_offsets, config, self.clock, self._send_check
         )
@@ -288,12 +328,17 @@ class Broker:
             RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(self),
             RequestCode.GET_CONSUMER_RUNNING_INFO: relay,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: relay,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupProcessor(self),
+            RequestCode.GET_BROKER_HA_STATUS: GetBrokerHaStatusProcessor(self),
+            RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(self),
         }
         # One gate for every send code: they share Apache's send queue, hence its capacity and wait.
         self._send_flow_control = flow_control = SendFlowControl(self.config, self.store)
         for code, handler in table.items():
             gate = flow_control if code in SEND_REQUEST_CODES else None
-            self.server.register(code, guarded(handler), gate=gate)
+            wrapped = guarded(handler)
+            self._handlers[code] = (wrapped, gate)  # the VIP channel serves them too
+            self.server.register(code, wrapped, gate=gate)
 
     def _start_chores(self) -> None:
         config = self.config
@@ -322,13 +367,17 @@ class Broker:
             PeriodicTask(
                 "scan-idle-clients", self.clock, lambda: CLIENT_SCAN_PERIOD_MS, self._scan_idle_clients
             ),
-            PeriodicTask(
-                "check-transactions",
-                self.clock,
-                lambda: config.transaction_check_interval,
-                self.transactions.check_once,
-            ),
         ]
+        if not config.is_slave:  # check-backs re-store half messages: a master's work (startProcessorByHa)
+            chores.append(
+                PeriodicTask(
+                    "check-transactions",
+                    self.clock,
+                    lambda: config.transaction_check_interval,
+                    self.transactions.check_once,
+                )
+            )
+        chores.extend(self.ha.chores())
         for chore in chores:
             chore.start()
         self._chores = chores
@@ -348,8 +397,11 @@ class Broker:
                 await self._register_task
         if self.config.namesrv_addrs:  # last, so no registration still under way can undo it
             await self.registration.unregister_all()
+        await self.ha.close()
         await self.schedule.stop()
         await self.pull_holder.close()
+        if self._vip_server is not None:
+            await self._vip_server.close()
         await self.server.close()
         tasks = list(self._tasks)
         for task in tasks:
@@ -398,6 +450,11 @@ class Broker:
                 log.exception("registering after a topic change failed")
             if not self._register_again:
                 return
+
+    def _registered(self, results: list[RegistrationResult]) -> None:
+        """A registration round ended: a slave learns (or re-learns) its master from the answers."""
+        if self._ha is not None:
+            self._ha.registered(results)
 
     def config_changed(self, keys: list[str]) -> None:
         """Settings were updated through UPDATE_BROKER_CONFIG."""

@@ -10,12 +10,12 @@ update does.
 from __future__ import annotations
 
 import dataclasses
-import enum
 import logging
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
+from broker.store import BrokerRole as BrokerRole  # re-exported: callers name it broker.config.BrokerRole
 from broker.store import FlushDiskType, StoreConfig
 from rocketmq_wire.bodies.properties_text import PropertiesBody
 
@@ -37,10 +37,8 @@ def _setting(java: str, default: Any) -> Any:
     return dataclasses.field(default=default, metadata={_JAVA: java})
 
 
-class BrokerRole(enum.StrEnum):
-    ASYNC_MASTER = "ASYNC_MASTER"
-    SYNC_MASTER = "SYNC_MASTER"
-    SLAVE = "SLAVE"
+#: ``haMasterAddress`` only counts from this length on (Apache's check for a usable "host:port").
+MIN_HA_MASTER_ADDRESS_LENGTH = 6
 
 
 @dataclasses.dataclass(slots=True)
@@ -63,6 +61,17 @@ class BrokerConfig:
     register_name_server_period: int = _setting("registerNameServerPeriod", 30_000)
     register_broker_timeout_mills: int = _setting("registerBrokerTimeoutMills", 6000)
     broker_permission: int = _setting("brokerPermission", 6)
+    # replication (classic master/slave HA, broker/ha/): haListenPort 0 or less means listenPort + 1
+    ha_send_heartbeat_interval: int = _setting("haSendHeartbeatInterval", 5000)
+    ha_housekeeping_interval: int = _setting("haHousekeepingInterval", 20_000)
+    ha_transfer_batch_size: int = _setting("haTransferBatchSize", 32 * 1024)
+    ha_master_address: str | None = _setting("haMasterAddress", None)
+    ha_slave_fallbehind_max: int = _setting("haSlaveFallbehindMax", 256 * 1024 * 1024)
+    ha_max_gap_not_in_sync: int = _setting("haMaxGapNotInSync", 256 * 1024 * 1024)
+    slave_timeout: int = _setting("slaveTimeout", 3000)
+    slave_read_enable: bool = _setting("slaveReadEnable", False)
+    offset_check_in_slave: bool = _setting("offsetCheckInSlave", False)
+    access_message_in_memory_max_ratio: int = _setting("accessMessageInMemoryMaxRatio", 40)
     # topics and groups
     auto_create_topic_enable: bool = _setting("autoCreateTopicEnable", True)
     default_topic_queue_nums: int = _setting("defaultTopicQueueNums", 8)
@@ -130,6 +139,37 @@ class BrokerConfig:
         return f"{self.broker_ip2}:{self.ha_listen_port}"
 
     @property
+    def role(self) -> BrokerRole:
+        return BrokerRole(self.broker_role)
+
+    @property
+    def is_slave(self) -> bool:
+        return self.role is BrokerRole.SLAVE
+
+    @property
+    def static_ha_master_address(self) -> str | None:
+        """``haMasterAddress`` when it names a master; otherwise a slave learns it from the NameServer."""
+        address = (self.ha_master_address or "").strip()
+        return address if len(address) >= MIN_HA_MASTER_ADDRESS_LENGTH else None
+
+    @property
+    def slave_fall_behind_limit(self) -> int:
+        """How far behind (bytes) a slave may be and still be waited for by a SYNC_MASTER.
+
+        4.9 calls this ``haSlaveFallbehindMax`` and 5.x ``haMaxGapNotInSync`` (same default, same test);
+        both are read, and the smaller one counts, so a broker.conf written for either release works.
+        """
+        return min(self.ha_slave_fallbehind_max, self.ha_max_gap_not_in_sync)
+
+    def ha_port_to_bind(self, listen_port_requested: int) -> int:
+        """The HA port to listen on, as Apache's ``BrokerStartup`` settles it: ``haListenPort`` when above
+        0, otherwise ``listenPort + 1`` -- or any free port when the listen port was itself asked to be
+        any free one (``listen_port_requested`` 0)."""
+        if self.ha_listen_port > 0:
+            return self.ha_listen_port
+        return 0 if listen_port_requested == 0 else self.listen_port + 1
+
+    @property
     def namesrv_addrs(self) -> list[str]:
         """``namesrvAddr`` is a semicolon-separated list, as in Java."""
         if not self.namesrv_addr:
@@ -165,6 +205,10 @@ class BrokerConfig:
             delete_when=self.delete_when,
             disk_max_used_space_ratio=self.disk_max_used_space_ratio,
             os_page_cache_busy_timeout_ms=self.os_page_cache_busy_time_out_mills,
+            broker_role=self.role,
+            slave_timeout_ms=self.slave_timeout,
+            offset_check_in_slave=self.offset_check_in_slave,
+            access_message_in_memory_max_ratio=self.access_message_in_memory_max_ratio,
         )
 
     def validate(self) -> None:
@@ -176,6 +220,12 @@ class BrokerConfig:
             raise ValueError("brokerName and brokerClusterName must not be empty")
         if not 0 <= self.listen_port <= 0xFFFF:
             raise ValueError(f"listenPort {self.listen_port} is not a port")
+        if self.ha_listen_port > 0xFFFF:
+            raise ValueError(f"haListenPort {self.ha_listen_port} is not a port")
+        if self.is_slave and self.broker_id <= 0:
+            raise ValueError("a SLAVE needs a brokerId greater than 0")
+        if self.ha_transfer_batch_size <= 0 or self.ha_send_heartbeat_interval <= 0:
+            raise ValueError("haTransferBatchSize and haSendHeartbeatInterval must be positive")
 
     # -- Java properties --------------------------------------------------------------------------------
 

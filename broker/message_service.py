@@ -1,8 +1,9 @@
 """The one way messages enter the store: append, count, and wake the consumers waiting for them.
 
 Sends, delay-level deliveries, retries, transaction commits and op records all append through
-:class:`MessageService`, so held long-polling pulls learn about every arrival (Apache's reput service
-tells its ``NotifyMessageArrivingListener`` the same thing) and the runtime counters see every put.
+:class:`MessageService` (and a slave's replicated messages are announced through it), so held long-polling
+pulls learn about every arrival (Apache's reput service tells its ``NotifyMessageArrivingListener`` the
+same thing) and the runtime counters see every put.
 """
 
 from __future__ import annotations
@@ -62,6 +63,14 @@ class MessageService:
         self._stats.put(result.message_count, result.wrote_bytes)
         self._announce(messages)
         return result
+
+    def announce_replicated(self, messages: Sequence[MessageExt]) -> None:
+        """Messages a slave copied from its master are in its queues now: wake the pulls waiting for them.
+
+        Apache's slave leaves this to the hold service's periodic re-check; answering at once is the same
+        answer, sooner.
+        """
+        self._announce(messages)
 
     def _announce(self, messages: Sequence[MessageExt]) -> None:
         arrived: dict[tuple[str, int], list[int]] = {}

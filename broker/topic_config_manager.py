@@ -15,6 +15,7 @@ from typing import Any
 
 from broker.config import BrokerConfig
 from broker.store import TopicConfigStore
+from broker.store.json_config import DataVersion as StoreDataVersion
 from rocketmq_wire import topics
 from rocketmq_wire.bodies.topic_config import DataVersion, TopicConfig, TopicConfigSerializeWrapper
 from rocketmq_wire.perm import PERM_INHERIT, PERM_READ, PERM_WRITE, is_inherited, perm_to_string
@@ -261,6 +262,16 @@ class TopicConfigManager:
         else:
             log.info("updated topic %s (was %s)", describe(config), describe(old))
         self._changed()
+
+    def replace_all(self, table: dict[str, dict[str, Any]], version: StoreDataVersion) -> bool:
+        """Take a master's whole table (Java-named mappings) when its data version differs from ours, as
+        Apache's slave does every sync; returns whether it was taken."""
+        if version == self._store.data_version:
+            return False
+        self._store.replace_all(table, version)
+        log.info("took the master's topic table: %d topics", len(table))
+        self._changed()
+        return True
 
     def delete(self, topic: str) -> bool:
         removed = self._store.remove(topic)

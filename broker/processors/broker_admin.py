@@ -86,7 +86,7 @@ class GetBrokerRuntimeInfoProcessor:
             "commitLogDiskRatio": ratio_text,
             f"commitLogDiskRatio_{root / 'commitlog'}": ratio_text,
             "consumeQueueDiskRatio": ratio_text,
-            "dispatchBehindBytes": "0",
+            "dispatchBehindBytes": str(store.dispatch_behind_bytes),
             "dispatchMaxBuffer": "0",
             "pageCacheLockTimeMills": str(store.lock_time_ms()),
             "remainHowManyDataToFlush": "0 B",

@@ -1,7 +1,8 @@
 """END_TRANSACTION: a producer's commit or rollback of a half message (Apache's ``EndTransactionProcessor``).
 
 Usually oneway, so the answer is only for the rare caller that waits. A verdict of "unknown" (NOT_TYPE)
-changes nothing and is not answered: the broker will ask again later.
+changes nothing and is not answered: the broker will ask again later. A slave takes no verdict
+(SLAVE_NOT_AVAILABLE, as Apache's): its master stores the outcome.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from broker.processors.common import read_header
-from rocketmq_wire import RemotingCommand
+from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.headers.transaction import EndTransactionRequestHeader, TransactionType
 from rocketmq_wire.transport import Connection
 
@@ -26,6 +27,9 @@ class EndTransactionProcessor:
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, EndTransactionRequestHeader)
+        if self._broker.config.is_slave:
+            log.warning("end of transaction %s refused: this broker is a slave", header.msg_id)
+            return request.make_response(ResponseCode.SLAVE_NOT_AVAILABLE)
         verdict = int(header.commit_or_rollback or 0)
         group = str(header.producer_group)
         source = "check of" if header.from_transaction_check else "end of"

@@ -1,5 +1,7 @@
-"""GET_ALL_CONSUMER_OFFSET and GET_ALL_DELAY_OFFSET: a broker's whole offset tables, as admin tools and
-slaves fetch them (the JSON the broker keeps in ``config/consumerOffset.json`` and ``delayOffset.json``)."""
+"""GET_ALL_CONSUMER_OFFSET, GET_ALL_DELAY_OFFSET, GET_ALL_SUBSCRIPTIONGROUP_CONFIG (and 5.x's
+GET_ALL_MESSAGE_REQUEST_MODE): a broker's whole offset and group tables, as admin tools and slaves fetch
+them (the JSON Apache keeps in ``config/consumerOffset.json``, ``delayOffset.json`` and
+``subscriptionGroup.json``)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import TYPE_CHECKING
 
 from rocketmq_wire import RemotingCommand, ResponseCode, fastjson
 from rocketmq_wire.bodies.consumer import ConsumerOffsetSerializeWrapper
+from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.transport import Connection
 
 if TYPE_CHECKING:
@@ -22,7 +25,14 @@ class GetAllConsumerOffsetProcessor:
             f"{topic}@{group}": dict(offsets)
             for (topic, group), offsets in self._broker.consumer_offsets.table().items()
         }
-        body = ConsumerOffsetSerializeWrapper(offset_table=table).to_json()
+        # The data version is what a 5.x slave stamps its copy with (it fails on a body without one).
+        version = self._broker.consumer_offsets.data_version
+        body = ConsumerOffsetSerializeWrapper(
+            offset_table=table,
+            data_version=DataVersion(
+                timestamp=version.timestamp, counter=version.counter, state_version=version.state_version
+            ),
+        ).to_json()
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
 
@@ -35,4 +45,25 @@ class GetAllDelayOffsetProcessor:
             sorted(self._broker.schedule.offsets().items())
         )
         body = fastjson.dump_bytes(fastjson.Bean({"offsetTable": offsets}))
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+
+class GetAllSubscriptionGroupProcessor:
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        body = self._broker.subscription_groups.to_json()
+        return request.make_response(ResponseCode.SUCCESS, body=body)
+
+
+class GetAllMessageRequestModeProcessor:
+    """GET_ALL_MESSAGE_REQUEST_MODE (5.x): which groups consume by POP. None here; a 5.x slave asks its
+    master every sync round and logs an error for a master that does not answer."""
+
+    def __init__(self, broker: Broker) -> None:
+        self._broker = broker
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        body = fastjson.dump_bytes(fastjson.Bean({"messageRequestModeMap": {}}))
         return request.make_response(ResponseCode.SUCCESS, body=body)

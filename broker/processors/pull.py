@@ -5,6 +5,10 @@ broker and topic readable, a sane queue id, a subscription (from the request whe
 the group's heartbeat, which must be at least as new as the request's ``subVersion``), then the store read.
 The remark of an answer is the store's status name (``FOUND``, ``NO_MATCHED_MESSAGE``, ``OFFSET_OVERFLOW_ONE``
 ...), which consumers log; ``nextBeginOffset``/``minOffset``/``maxOffset`` tell the consumer where to go on.
+
+A slave serves pulls from its replicated queues; it neither stores the offset a pull commits nor moves a
+consumer whose offset it does not have (``offsetCheckInSlave``), and ``suggestWhichBrokerId`` follows
+``slaveReadEnable`` as in Apache.
 """
 
 from __future__ import annotations
@@ -138,8 +142,19 @@ class PullMessageProcessor:
             topic, queue_id, queue_offset, max(0, int(header.max_msg_nums or 0)), codes
         )
         broker.stats.got(result.message_count)
+        # Where the consumer should pull next (Apache's suggestWhichBrokerId): the master, unless slave reads
+        # are enabled -- then the group's brokerId, or whichBrokerWhenConsumeSlowly for a consumer so far
+        # behind that its messages left memory. (Apache's slave also sets PULL_RETRY_IMMEDIATELY when slave
+        # reads are off, but the status below overwrites that code, so only the suggestion remains.)
+        suggest = MASTER_ID
+        if config.slave_read_enable:
+            suggest = (
+                group_config.which_broker_when_consume_slowly
+                if result.suggest_pulling_from_slave
+                else group_config.broker_id
+            )
         response_header = PullMessageResponseHeader(
-            suggest_which_broker_id=MASTER_ID,
+            suggest_which_broker_id=suggest,
             next_begin_offset=result.next_begin_offset,
             min_offset=result.min_offset,
             max_offset=result.max_offset,
@@ -149,6 +164,17 @@ class PullMessageProcessor:
             code = ResponseCode.PULL_OFFSET_MOVED if queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
         else:
             code = _CODE_BY_STATUS[status]
+        if code == ResponseCode.PULL_OFFSET_MOVED and config.is_slave and not config.offset_check_in_slave:
+            # A slave may only lag its master: it does not move the consumer, it sends it to try again.
+            log.warning(
+                "pull offset moved, not corrected on a slave: group %s %s/%d requested %d",
+                group,
+                topic,
+                queue_id,
+                queue_offset,
+            )
+            response_header.suggest_which_broker_id = group_config.broker_id
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
         if code == ResponseCode.PULL_OFFSET_MOVED:
             log.info(
                 "pull offset moved: group %s %s/%d requested %d, next %d (%s)",
@@ -172,7 +198,7 @@ class PullMessageProcessor:
                 code, status.name, response_header, result.body if result.messages else b""
             )
 
-        if allow_suspend and sysflag.has_commit_offset(pull_flag):
+        if allow_suspend and sysflag.has_commit_offset(pull_flag) and not config.is_slave:
             commit = int(header.commit_offset or 0)
             broker.consumer_offsets.commit_offset(group, topic, queue_id, commit)
         return answer

@@ -61,6 +61,15 @@ _ILLEGAL_REMARK = (
 )
 
 
+#: Statuses of a stored message and the code each is answered with (SUCCESS only when nothing timed out).
+_STORED_CODES = {
+    PutMessageStatus.PUT_OK: ResponseCode.SUCCESS,
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: ResponseCode.FLUSH_DISK_TIMEOUT,
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: ResponseCode.FLUSH_SLAVE_TIMEOUT,
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: ResponseCode.SLAVE_NOT_AVAILABLE,
+}
+
+
 def parse_send_header(request: RemotingCommand) -> SendMessageRequestHeader:
     """The V1 header of any send request (V2 converted as Apache's ``parseRequestHeader`` does)."""
     if request.code == RequestCode.SEND_MESSAGE:
@@ -323,17 +332,16 @@ class SendMessageProcessor:
         self, request: RemotingCommand, result: PutMessageResult, queue_id: int, unique_id: str | None
     ) -> RemotingCommand:
         status = result.status
-        if status in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT):
+        stored_code = _STORED_CODES.get(status)
+        if stored_code is not None:
+            # Stored, whatever the wait said: the answer carries the ids, as Apache's "sendOK" answers do.
             header = SendMessageResponseHeader(
                 msg_id=result.msg_id,
                 queue_id=queue_id,
                 queue_offset=result.queue_offset,
                 transaction_id=unique_id,
             )
-            code = (
-                ResponseCode.SUCCESS if status is PutMessageStatus.PUT_OK else ResponseCode.FLUSH_DISK_TIMEOUT
-            )
-            return self._answer(request, code, None, header)
+            return self._answer(request, stored_code, None, header)
         if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):
             return self._answer(request, ResponseCode.MESSAGE_ILLEGAL, _ILLEGAL_REMARK)
         if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:

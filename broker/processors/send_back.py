@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 from broker.message_service import stored_properties
 from broker.processors.common import read_header
 from broker.processors.send import DLQ_NUMS_PER_GROUP, TOPIC_SYS_FLAG_UNIT_SUB
+from broker.store import PutMessageStatus
 from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.errors import CodecError
@@ -125,6 +126,7 @@ class ConsumerSendMsgBackProcessor:
             reconsume_times=original.reconsume_times + 1,
         )
         result = await broker.messages.put(retry)
-        if result.status.stored:
+        # Apache's send-back answers SYSTEM_ERROR with the status for a slave that timed out or is missing.
+        if result.status in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT):
             return request.make_response(ResponseCode.SUCCESS)
         return request.make_response(ResponseCode.SYSTEM_ERROR, result.status.value)

@@ -30,6 +30,17 @@ log = logging.getLogger("broker.processors.topic_admin")
 
 #: The remark of a Java response whose code was set but whose default remark was never cleared.
 UNSET_REMARK = "not set any response code"
+#: What Apache's slave answers to topic changes: its topics are its master's (``validateSlave``).
+SLAVE_REFUSAL = (
+    "Can't modify topic or subscription group from slave broker, please execute it from master broker."
+)
+
+
+def refused_on_slave(broker: Broker, request: RemotingCommand) -> RemotingCommand | None:
+    """SYSTEM_ERROR for a change a slave must take from its master, or None on a master."""
+    if broker.config.is_slave:
+        return request.make_response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL)
+    return None
 
 
 class UpdateAndCreateTopicProcessor:
@@ -37,6 +48,9 @@ class UpdateAndCreateTopicProcessor:
         self._broker = broker
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        on_slave = refused_on_slave(self._broker, request)
+        if on_slave is not None:
+            return on_slave
         header = read_header(request, CreateTopicRequestHeader)
         topic = str(header.topic)
         refusal = topics.validate_topic(topic)
@@ -66,6 +80,9 @@ class DeleteTopicProcessor:
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         broker = self._broker
+        on_slave = refused_on_slave(broker, request)
+        if on_slave is not None:
+            return on_slave
         header = read_header(request, DeleteTopicRequestHeader)
         topic = str(header.topic)
         refusal = topics.validate_topic(topic)

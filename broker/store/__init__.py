@@ -4,7 +4,7 @@
 :class:`ConsumerOffsetStore` and :class:`TopicConfigStore` keep the broker's ``config/*.json`` files.
 """
 
-from broker.store.config import FlushDiskType, StoreConfig
+from broker.store.config import BrokerRole, FlushDiskType, StoreConfig
 from broker.store.consume_queue import tag_hash_code
 from broker.store.consumer_offsets import ConsumerOffsetStore
 from broker.store.message_store import MessageStore, StoreLockedError
@@ -21,6 +21,7 @@ from broker.store.topic_configs import TopicConfigStore
 
 __all__ = [
     "BoundaryType",
+    "BrokerRole",
     "CleanResult",
     "ConsumerOffsetStore",
     "FlushDiskType",

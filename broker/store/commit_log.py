@@ -97,6 +97,42 @@ class CommitLog:
         segment.append(data)
         return offset, data
 
+    def append_raw(self, offset: int, data: bytes) -> None:
+        """Write bytes another broker's commit log holds at ``offset``, unchanged (a slave's copy).
+
+        The bytes must continue this log exactly (an empty log starts at the segment boundary the master's
+        data starts on) and stay inside one file, as every HA transfer does. Raises ValueError otherwise:
+        the caller then resynchronises instead of storing bytes at the wrong place.
+        """
+        last = self.segments.last
+        if last is None:
+            if offset % self.segment_size:
+                raise ValueError(f"an empty commit log cannot start at {offset}, inside a file")
+            segment = self.segments.create_next(offset)
+        else:
+            segment = last if not last.is_full else self.segments.create_next()
+        if segment.write_offset != offset:
+            raise ValueError(f"bytes for offset {offset} do not continue the commit log at {self.max_offset}")
+        if len(data) > segment.remaining:
+            raise ValueError(
+                f"{len(data)} bytes at {offset} overrun the {self.segment_size}-byte file "
+                f"{segment.path.name}: do master and slave use the same mappedFileSizeCommitLog?"
+            )
+        segment.append(data)
+
+    def read_chunk(self, offset: int, max_bytes: int) -> bytes | None:
+        """Written bytes from ``offset`` to the end of what its file holds, at most ``max_bytes``
+        (Apache's ``getData``: what a master sends a slave next). None if there are none yet."""
+        segment = self.segments.find(offset)
+        if segment is None or max_bytes <= 0:
+            return None
+        relative = offset - segment.start
+        available = segment.write_position - relative
+        if available <= 0:
+            return None
+        data = segment.read(relative, min(available, max_bytes))
+        return data or None
+
     def _writable_segment(self) -> Segment:
         last = self.segments.last
         if last is not None and not last.is_full:
@@ -200,6 +236,47 @@ class CommitLog:
                 self.scan_end = position
             else:
                 return
+
+    def complete_records(self, start: int) -> tuple[list[tuple[int, bytes]], int]:
+        """Records wholly written from ``start`` (a record boundary) on, and where to resume afterwards.
+
+        This is Apache's reput walk over what a slave received: bytes arrive in arbitrary pieces, so the
+        walk stops at the first record whose bytes are not all there yet (resuming there later), and an
+        end-of-file marker moves it to the next file once the rest of its file has arrived too. Where it
+        stops is always a record or a marker, so a checkpoint taken there is a place recovery can scan from.
+        Something that is no record at all stops it with an error logged; bodies are not checked here
+        (the master did that when it stored them).
+        """
+        records: list[tuple[int, bytes]] = []
+        position = start
+        while True:
+            segment = self.segments.find(position)
+            if segment is None:
+                break
+            prefix = self.read(position, RECORD_PREFIX.size)
+            if prefix is None:
+                break
+            size, magic = RECORD_PREFIX.unpack(prefix)
+            if magic == BLANK_MAGIC and size == segment.end - position:
+                if not segment.is_full:
+                    break  # the rest of the file is still on its way; resume at the marker
+                position = segment.end
+                continue
+            if (
+                magic not in (MAGIC_V1, MAGIC_V2)
+                or size < RECORD_PREFIX.size
+                or position + size > segment.end
+            ):
+                log.error(
+                    "no record at replicated commit-log offset %d (size %d, magic %#x)", position, size, magic
+                )
+                break
+            data = self.read(position, size)
+            if data is None:
+                break
+            records.append((position, data))
+            position += size
+        return records, position
 
     def _read_window(self, segment: Segment, position: int, at_least: int) -> bytes:
         relative = position - segment.start

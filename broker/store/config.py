@@ -20,6 +20,17 @@ class FlushDiskType(enum.Enum):
     SYNC_FLUSH = "SYNC_FLUSH"
 
 
+class BrokerRole(enum.StrEnum):
+    """Apache's ``brokerRole``: the store takes writes as a master and only copies its master's as a slave.
+
+    A SYNC_MASTER acknowledges a send once a slave holds it; an ASYNC_MASTER does not wait.
+    """
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
 @dataclass(frozen=True, slots=True)
 class StoreConfig:
     """Store sizes, flush policy and retention policy.
@@ -33,6 +44,13 @@ class StoreConfig:
     ``os_page_cache_busy_timeout_ms`` (Apache's ``osPageCacheBusyTimeOutMills``) is how long one append
     may hold the commit-log lock before the store reports its page cache busy and the broker starts
     refusing sends.
+
+    ``broker_role`` decides who writes: a SLAVE store refuses appends (SERVICE_NOT_AVAILABLE, as Apache's
+    does) and takes its master's bytes through :meth:`MessageStore.append_replicated`; a SYNC_MASTER store
+    waits up to ``slave_timeout_ms`` (Apache's ``slaveTimeout``) for a slave to hold each append.
+    ``offset_check_in_slave`` lets a slave correct out-of-range pull offsets as a master does (Apache's
+    ``offsetCheckInSlave``); ``access_message_in_memory_max_ratio`` is the share of physical memory behind
+    which a pull is told to go to a slave (``accessMessageInMemoryMaxRatio``).
     """
 
     commit_log_segment_size: int = 1024 * 1024 * 1024
@@ -55,6 +73,10 @@ class StoreConfig:
     disk_space_clean_forcibly_ratio: float = 0.85
     delete_files_batch_max: int = 10
     os_page_cache_busy_timeout_ms: int = 1000
+    broker_role: BrokerRole = BrokerRole.ASYNC_MASTER
+    slave_timeout_ms: int = 3000
+    offset_check_in_slave: bool = False
+    access_message_in_memory_max_ratio: int = 40
 
     def __post_init__(self) -> None:
         if self.commit_log_segment_size < 1024:

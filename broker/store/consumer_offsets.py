@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from broker.store.json_config import DataVersion, load_json_config, save_json_config
@@ -84,6 +84,18 @@ class ConsumerOffsetStore:
             queues = self._table.setdefault(key, {})
             if queues.get(queue_id) != offset:
                 queues[queue_id] = offset
+                self._dirty = True
+                self.data_version.bump(self._clock())
+
+    def merge(self, table: Mapping[str, Mapping[int, int]]) -> None:
+        """Take entries of another broker's table (``"topic@group"`` keys), each replacing ours whole, as a
+        slave copies its master's (Apache's ``putAll``); entries only we have are kept."""
+        with self._lock:
+            for key, queues in table.items():
+                if _SEPARATOR not in key:
+                    continue
+                self._table[key] = {int(queue_id): int(offset) for queue_id, offset in queues.items()}
+            if table:
                 self._dirty = True
                 self.data_version.bump(self._clock())
 

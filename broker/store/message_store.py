@@ -31,11 +31,11 @@ from collections.abc import Callable, Collection, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Protocol
 
 from broker.store.checkpoint import Checkpoint, load_checkpoint, save_checkpoint
 from broker.store.commit_log import CommitLog
-from broker.store.config import FlushDiskType, StoreConfig
+from broker.store.config import BrokerRole, FlushDiskType, StoreConfig
 from broker.store.consume_queue import CqEntry, to_java_int
 from broker.store.dispatch import Dispatcher, is_consumable
 from broker.store.flush import GroupCommitService, PeriodicFlusher
@@ -74,6 +74,26 @@ _LIVE_SETTINGS = frozenset({"os_page_cache_busy_timeout_ms"})
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def total_physical_memory() -> int:
+    """Bytes of RAM (Apache's ``TOTAL_PHYSICAL_MEMORY_SIZE``); a large guess where the OS will not say."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):
+        return 1 << 40
+
+
+class ReplicaWaiter(Protocol):
+    """What a SYNC_MASTER store asks its HA service before acknowledging an append."""
+
+    def is_slave_ok(self, master_put_where: int) -> bool:
+        """Whether a slave is connected and close enough behind ``master_put_where`` to be waited for."""
+        ...
+
+    async def wait_replicated(self, offset: int, timeout_s: float) -> bool:
+        """True once a slave acknowledged every byte before ``offset``; False after ``timeout_s``."""
+        ...
 
 
 class StoreLockedError(RuntimeError):
@@ -130,6 +150,12 @@ class MessageStore:
         self._group_commit: GroupCommitService | None = None
         self._flusher: PeriodicFlusher | None = None
         self.recovery: RecoveryReport | None = None
+        # Commit-log offset up to which every record has its consume-queue and index entries (Apache's
+        # reputFromOffset). Appends dispatch at once; a slave's replicated bytes may end mid-record.
+        self._reput_offset = 0
+        self._replica_waiter: ReplicaWaiter | None = None
+        self._append_listeners: list[Callable[[int], None]] = []
+        self._memory_bytes = total_physical_memory()
 
     # ------------------------------------------------------------------------------------------------------
     # lifecycle
@@ -158,6 +184,7 @@ class MessageStore:
                     self._dispatcher,
                     check_crc=self.config.check_crc_on_recover,
                 )
+                self._reput_offset = self._commit_log.max_offset
                 self._open = True
             self.checkpoint()
         except BaseException:
@@ -319,7 +346,8 @@ class MessageStore:
         Blocking (several fsyncs); the periodic flusher runs it on a worker thread.
         """
         with self._lock:
-            dispatched = self._commit_log.max_offset
+            # A slave may hold the first part of a record it cannot dispatch yet; recovery must redo it.
+            dispatched = min(self._commit_log.max_offset, self._reput_offset)
             stamp = self._last_store_timestamp
             queues = list(self._queues)
         self._commit_log.flush()
@@ -348,7 +376,11 @@ class MessageStore:
         return self.put_messages([message])
 
     def put_messages(self, messages: Sequence[MessageExt]) -> PutMessageResult:
-        """Append a batch contiguously (one file, consecutive queue offsets per queue)."""
+        """Append a batch contiguously (one file, consecutive queue offsets per queue).
+
+        A blocking caller may wait for the disk but never for a slave: only :meth:`put_messages_async`
+        waits as a SYNC_MASTER must.
+        """
         result, _ = self._append(messages)
         if result.ok and self._must_wait(messages):
             self._commit_log.flush()
@@ -358,27 +390,54 @@ class MessageStore:
         return await self.put_messages_async([message])
 
     async def put_messages_async(self, messages: Sequence[MessageExt]) -> PutMessageResult:
-        """Append, then under SYNC_FLUSH wait for the group commit that covers the batch.
+        """Append, then wait for what the configuration promises before answering.
 
-        A flush that misses ``sync_flush_timeout_ms`` answers FLUSH_DISK_TIMEOUT; the messages are stored
-        all the same, as in Apache.
+        Under SYNC_FLUSH that is the group commit covering the batch: one that misses
+        ``sync_flush_timeout_ms`` answers FLUSH_DISK_TIMEOUT. As a SYNC_MASTER it is a slave holding the
+        batch (Apache's ``submitReplicaRequest``): SLAVE_NOT_AVAILABLE at once when no slave is connected
+        or the slave is too far behind to wait for, FLUSH_SLAVE_TIMEOUT when none acknowledged within
+        ``slave_timeout_ms``. Both waits run together and the replica's verdict wins, as Apache combines
+        them. Whatever the verdict, the messages are stored, as in Apache.
         """
         result, end = self._append(messages)
-        if not result.ok or not self._must_wait(messages):
+        if not result.ok or not self._waits_for_store(messages):
             return result
+        flush = self._await_flush(end) if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH else None
+        replica = self._await_replica(end) if self.config.broker_role is BrokerRole.SYNC_MASTER else None
+        if flush is not None and replica is not None:
+            flushed, replicated = await asyncio.gather(flush, replica)
+        else:
+            flushed = await flush if flush is not None else PutMessageStatus.PUT_OK
+            replicated = await replica if replica is not None else PutMessageStatus.PUT_OK
+        status = replicated if replicated is not PutMessageStatus.PUT_OK else flushed
+        if status is PutMessageStatus.PUT_OK:
+            return result
+        return dataclasses.replace(result, status=status)
+
+    async def _await_flush(self, end: int) -> PutMessageStatus:
         group_commit = self._group_commit
         if group_commit is None:
             loop = asyncio.get_running_loop()
             await loop.run_in_executor(self._sync_executor, self._commit_log.flush)
-            return result
+            return PutMessageStatus.PUT_OK
         timeout = self.config.sync_flush_timeout_ms / 1000
         if await group_commit.wait_durable(end, timeout):
-            return result
-        return dataclasses.replace(result, status=PutMessageStatus.FLUSH_DISK_TIMEOUT)
+            return PutMessageStatus.PUT_OK
+        return PutMessageStatus.FLUSH_DISK_TIMEOUT
+
+    async def _await_replica(self, end: int) -> PutMessageStatus:
+        waiter = self._replica_waiter
+        if waiter is None or not waiter.is_slave_ok(end):
+            return PutMessageStatus.SLAVE_NOT_AVAILABLE
+        if await waiter.wait_replicated(end, self.config.slave_timeout_ms / 1000):
+            return PutMessageStatus.PUT_OK
+        return PutMessageStatus.FLUSH_SLAVE_TIMEOUT
 
     def _must_wait(self, messages: Sequence[MessageExt]) -> bool:
-        if self.config.flush_disk_type is not FlushDiskType.SYNC_FLUSH:
-            return False
+        return self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH and self._waits_for_store(messages)
+
+    @staticmethod
+    def _waits_for_store(messages: Sequence[MessageExt]) -> bool:
         # A producer can opt out of waiting per message (the WAIT property, true by default).
         return any(m.properties.get(const.WAIT, "true") != "false" for m in messages)
 
@@ -390,6 +449,9 @@ class MessageStore:
                 log.warning("refusing a message for topic %r queue %d", message.topic, message.queue_id)
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
         max_size = self.config.effective_max_message_size
+        if self.config.broker_role is BrokerRole.SLAVE:
+            log.debug("refusing a put: this store is a slave, its master writes it")
+            return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
         with self._lock:
             if not self._open:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
@@ -447,6 +509,7 @@ class MessageStore:
             for record in stored:
                 self._dispatcher.dispatch(record, record.commit_log_offset, record.store_size)
             self._last_store_timestamp = now
+            self._reput_offset = self._commit_log.max_offset
         msg_ids = ",".join(encode_offset_msg_id(r.store_host, r.commit_log_offset) for r in stored)
         result = PutMessageResult(
             PutMessageStatus.PUT_OK,
@@ -458,7 +521,76 @@ class MessageStore:
             message_count=len(stored),
             queue_offsets=tuple(r.queue_offset for r in stored),
         )
+        self._appended(offset + len(data))
         return result, offset + len(data)
+
+    def _appended(self, end: int) -> None:
+        for listener in list(self._append_listeners):
+            try:
+                listener(end)
+            except Exception:
+                log.exception("append listener failed")
+
+    # ------------------------------------------------------------------------------------------------------
+    # replication (Apache's HA): what a master reads for its slaves, what a slave writes
+
+    def set_replica_waiter(self, waiter: ReplicaWaiter | None) -> None:
+        """The HA service a SYNC_MASTER store waits on before acknowledging appends."""
+        self._replica_waiter = waiter
+
+    def add_append_listener(self, listener: Callable[[int], None]) -> None:
+        """Call ``listener(end_offset)`` after every append, on the appending thread (HA wake-ups)."""
+        self._append_listeners.append(listener)
+
+    def read_commit_log(self, offset: int, max_bytes: int) -> bytes | None:
+        """Commit-log bytes from ``offset`` to the end of what its file holds, at most ``max_bytes``;
+        None when there are none (yet). What a master streams to a slave."""
+        with self._lock:
+            if not self._open:
+                return None
+            return self._commit_log.read_chunk(offset, max_bytes)
+
+    def append_replicated(self, offset: int, data: bytes) -> list[MessageExt]:
+        """Store bytes a master sent, unchanged, at ``offset`` (Apache's ``appendToCommitLog``), then give
+        every record they complete its consume-queue and index entries, as recovery would.
+
+        The bytes may start or end mid-record; what a record lacks arrives with the next call. Returns the
+        records dispatched. Raises ValueError when the bytes do not continue this commit log (the caller
+        resynchronises) and RuntimeError when the store is closed.
+        """
+        with self._lock:
+            if not self._open:
+                raise RuntimeError("the message store is closed")
+            was_empty = self._commit_log.segments.empty
+            try:
+                self._commit_log.append_raw(offset, data)
+            except OSError:
+                log.exception("writing replicated bytes at %d failed", offset)
+                raise
+            if was_empty:
+                self._reput_offset = offset
+            return self._reput()
+
+    def _reput(self) -> list[MessageExt]:
+        records, resume = self._commit_log.complete_records(self._reput_offset)
+        dispatched: list[MessageExt] = []
+        for offset, data in records:
+            try:
+                message, _ = decode_message(data, 0, decompress_body=False)
+            except CodecError as exc:
+                log.error("cannot dispatch the replicated record at %d: %s", offset, exc)
+                resume = offset
+                break
+            self._dispatcher.dispatch(message, offset, len(data))
+            self._last_store_timestamp = max(self._last_store_timestamp, message.store_timestamp)
+            dispatched.append(message)
+        self._reput_offset = resume
+        return dispatched
+
+    @property
+    def dispatch_behind_bytes(self) -> int:
+        """Commit-log bytes not yet dispatched to consume queues (a slave's partly received record)."""
+        return max(0, self._commit_log.max_offset - self._reput_offset)
 
     # ------------------------------------------------------------------------------------------------------
     # reading
@@ -487,9 +619,17 @@ class MessageStore:
             max_bytes=self.config.max_transfer_bytes_on_message if max_bytes is None else max_bytes,
             max_filter_bytes=self.config.max_filter_message_size,
         )
+        correct = self.config.broker_role is not BrokerRole.SLAVE or self.config.offset_check_in_slave
         with self._lock:
             queue = self._queues.get(topic, queue_id)
-            return pull(queue, self._commit_log, offset, limits, codes, message_filter)
+            result = pull(
+                queue, self._commit_log, offset, limits, codes, message_filter, correct_offsets=correct
+            )
+            behind = self._commit_log.max_offset - result.max_physical_offset_pulled
+        if result.max_physical_offset_pulled >= 0:
+            in_memory = self._memory_bytes * self.config.access_message_in_memory_max_ratio // 100
+            result.suggest_pulling_from_slave = behind > in_memory
+        return result
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
         with self._lock:

@@ -5,6 +5,11 @@ sends the consumer to the min offset, OFFSET_OVERFLOW_BADLY to the max). In rang
 the requested offset: ones whose tag code is not wanted are skipped (but consumed, so the next offset moves
 past them), ones whose commit-log bytes are gone mark MESSAGE_WAS_REMOVING and skip the rest of that
 segment, and the walk stops when the batch is full by count or by bytes.
+
+A slave does not correct out-of-range offsets (Apache's ``nextOffsetCorrection`` without
+``offsetCheckInSlave``): its queues may lag its master's, so it answers with the requested offset and leaves
+the correction to the master. The walk also notes the last commit-log offset it looked at, from which the
+store judges whether the consumer has fallen so far behind that it should read from a slave.
 """
 
 from __future__ import annotations
@@ -35,18 +40,27 @@ def pull(
     limits: PullLimits,
     tag_codes: frozenset[int] | None,
     message_filter: Callable[[bytes], bool] | None,
+    *,
+    correct_offsets: bool = True,
 ) -> GetMessageResult:
+    def corrected(new_offset: int) -> int:
+        return new_offset if correct_offsets else offset
+
     if queue is None:
-        return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, 0, 0, 0)
+        return GetMessageResult(GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, corrected(0), 0, 0)
     min_offset, max_offset = queue.min_offset, queue.max_offset
     if max_offset == 0:
-        return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, 0, min_offset, max_offset)
+        return GetMessageResult(GetMessageStatus.NO_MESSAGE_IN_QUEUE, corrected(0), min_offset, max_offset)
     if offset < min_offset:
-        return GetMessageResult(GetMessageStatus.OFFSET_TOO_SMALL, min_offset, min_offset, max_offset)
+        return GetMessageResult(
+            GetMessageStatus.OFFSET_TOO_SMALL, corrected(min_offset), min_offset, max_offset
+        )
     if offset == max_offset:
         return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_ONE, offset, min_offset, max_offset)
     if offset > max_offset:
-        return GetMessageResult(GetMessageStatus.OFFSET_OVERFLOW_BADLY, max_offset, min_offset, max_offset)
+        return GetMessageResult(
+            GetMessageStatus.OFFSET_OVERFLOW_BADLY, corrected(max_offset), min_offset, max_offset
+        )
 
     scan = max(limits.max_filter_bytes // CONSUME_QUEUE_ENTRY_SIZE, limits.max_count)
     entries = queue.read(offset, scan)
@@ -54,7 +68,9 @@ def pull(
         # The entry's file is gone although the offset is in range: move on to the next file.
         per_file = queue.entries_per_file
         next_file = offset + per_file - offset % per_file
-        return GetMessageResult(GetMessageStatus.OFFSET_FOUND_NULL, next_file, min_offset, max_offset)
+        return GetMessageResult(
+            GetMessageStatus.OFFSET_FOUND_NULL, corrected(next_file), min_offset, max_offset
+        )
 
     result = GetMessageResult(GetMessageStatus.NO_MATCHED_MESSAGE, offset, min_offset, max_offset)
     total_bytes = 0
@@ -64,6 +80,8 @@ def pull(
         if count and (count >= limits.max_count or total_bytes + entry.size > limits.max_bytes):
             break
         result.next_begin_offset = entry.queue_offset + 1
+        if not entry.is_blank:
+            result.max_physical_offset_pulled = entry.commit_log_offset
         if entry.commit_log_offset < skip_below or entry.is_blank:
             continue
         if tag_codes is not None and to_java_int(entry.tags_code) not in tag_codes:

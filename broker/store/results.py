@@ -21,8 +21,19 @@ class PutMessageStatus(enum.Enum):
 
     @property
     def stored(self) -> bool:
-        """Whether the message is in the commit log (a flush timeout still stored it)."""
-        return self in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT)
+        """Whether the message is in the commit log (a flush or slave timeout, or a missing slave, still
+        stored it: Apache's send processor answers those with the message id, as sent)."""
+        return self in _STORED
+
+
+_STORED = frozenset(
+    {
+        PutMessageStatus.PUT_OK,
+        PutMessageStatus.FLUSH_DISK_TIMEOUT,
+        PutMessageStatus.FLUSH_SLAVE_TIMEOUT,
+        PutMessageStatus.SLAVE_NOT_AVAILABLE,
+    }
+)
 
 
 class GetMessageStatus(enum.Enum):
@@ -78,6 +89,11 @@ class GetMessageResult:
     max_offset: int
     messages: list[bytes] = field(default_factory=list)
     queue_offsets: list[int] = field(default_factory=list)
+    #: Commit-log offset of the last consume-queue entry the pull looked at (-1 if it looked at none).
+    max_physical_offset_pulled: int = -1
+    #: The consumer is so far behind that its messages are no longer in memory: Apache then suggests the
+    #: consumer's group read from a slave (``whichBrokerWhenConsumeSlowly``).
+    suggest_pulling_from_slave: bool = False
 
     @property
     def message_count(self) -> int:

@@ -99,6 +99,19 @@ class TopicConfigStore:
             self.persist()
         return removed
 
+    def replace_all(
+        self, table: Mapping[str, Mapping[str, Any]], version: DataVersion, *, persist: bool = True
+    ) -> None:
+        """Take another broker's whole table and its data version (a slave copying its master's)."""
+        copied: dict[str, dict[str, Any]] = {}
+        for name, config in table.items():
+            copied[name] = {**TOPIC_CONFIG_DEFAULTS, **config, "topicName": name}
+        with self._lock:
+            self._table = copied
+            self.data_version = DataVersion(version.timestamp, version.counter, version.state_version)
+        if persist:
+            self.persist()
+
     def topics(self) -> dict[str, dict[str, Any]]:
         with self._lock:
             return {name: dict(config) for name, config in self._table.items()}

@@ -1,0 +1,108 @@
+"""A slave's copy of its master's metadata (Apache's ``SlaveSynchronize``).
+
+The commit log is replicated over the HA link; everything else a slave needs to serve consumers comes over
+the remoting port, every 10 s after a first round 3 s after start (Apache's schedule):
+
+* topic configs (GET_ALL_TOPIC_CONFIG): the whole table replaces the slave's when its data version differs;
+* consumer offsets (GET_ALL_CONSUMER_OFFSET): each ``topic@group`` entry replaces the slave's;
+* delay-level offsets (GET_ALL_DELAY_OFFSET): the master's text becomes ``config/delayOffset.json``;
+* subscription groups (GET_ALL_SUBSCRIPTIONGROUP_CONFIG): replaced when the data version differs.
+
+The master's remoting address comes from the NameServer's answer to registration. Each part fails on its
+own (logged); the next round tries again.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from broker.schedule import FILE_NAME as DELAY_OFFSET_FILE
+from broker.store.atomic_file import write_atomically
+from broker.store.json_config import DataVersion
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, fastjson
+from rocketmq_wire.bodies.consumer import ConsumerOffsetSerializeWrapper
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.transport import RemotingClient, RemotingError
+
+if TYPE_CHECKING:
+    from broker.broker import Broker
+
+log = logging.getLogger("broker.ha.sync")
+
+#: Apache's timeout for each of these calls.
+CALL_TIMEOUT_MS = 3000
+#: Apache's schedule: first round after 3 s, then every 10 s.
+FIRST_SYNC_DELAY_MS = 3000
+SYNC_PERIOD_MS = 10_000
+
+
+class MasterUnavailable(Exception):
+    """The master did not answer a sync call usefully."""
+
+
+class SlaveSynchronizer:
+    def __init__(self, broker: Broker, client: RemotingClient) -> None:
+        self._broker = broker
+        self._client = client
+        #: The master's remoting address; None while unknown (or gone from the NameServer).
+        self.master_addr: str | None = None
+        #: Rounds completed (each part attempted), for monitoring and tests.
+        self.rounds = 0
+
+    async def sync_all(self) -> None:
+        """One round: topics, consumer offsets, delay offsets, subscription groups."""
+        master = self.master_addr
+        if master is None or master == self._broker.address:
+            return
+        parts = (self._sync_topics, self._sync_consumer_offsets, self._sync_delay_offsets, self._sync_groups)
+        for part in parts:
+            try:
+                await part(master)
+            except (RemotingError, MasterUnavailable, CodecError, OSError) as exc:
+                log.warning("%s from master %s failed: %s", part.__name__.lstrip("_"), master, exc)
+        self.rounds += 1
+
+    async def _fetch(self, master: str, code: int) -> bytes:
+        answer = await self._client.invoke(master, RemotingCommand.request(code), CALL_TIMEOUT_MS)
+        if answer.code != ResponseCode.SUCCESS:
+            raise MasterUnavailable(f"request {code} answered {answer.code} {answer.remark}")
+        return answer.body
+
+    async def _sync_topics(self, master: str) -> None:
+        parsed = fastjson.loads(await self._fetch(master, RequestCode.GET_ALL_TOPIC_CONFIG))
+        if not isinstance(parsed, dict):
+            raise CodecError("the topic table is not a JSON object")
+        raw = parsed.get("topicConfigTable")
+        table: dict[str, dict[str, Any]] = {}
+        if isinstance(raw, dict):
+            table = {
+                name: dict(config)
+                for name, config in raw.items()
+                if isinstance(name, str) and isinstance(config, dict)
+            }
+        version = DataVersion.from_json(parsed.get("dataVersion"))
+        if self._broker.topic_config_manager.replace_all(table, version):
+            log.info("updated the topic configs from master %s", master)
+
+    async def _sync_consumer_offsets(self, master: str) -> None:
+        body = await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET)
+        offsets = ConsumerOffsetSerializeWrapper.from_json(body).offset_table
+        store = self._broker.consumer_offsets
+        store.merge(offsets)
+        await asyncio.to_thread(store.persist)
+        log.debug("updated %d consumer offsets from master %s", len(offsets), master)
+
+    async def _sync_delay_offsets(self, master: str) -> None:
+        body = await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET)
+        if not body:
+            return
+        await asyncio.to_thread(write_atomically, self._broker.config.config_dir / DELAY_OFFSET_FILE, body)
+        self._broker.schedule.load()
+        log.debug("updated the delay offsets from master %s", master)
+
+    async def _sync_groups(self, master: str) -> None:
+        body = await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        if self._broker.subscription_groups.replace_from_json(body):
+            log.info("updated the subscription groups from master %s", master)
