@@ -12,7 +12,7 @@ from pathlib import Path
 import typer
 
 from broker import Broker, BrokerConfig
-from broker.config import parse_java, parse_properties
+from broker.config import BrokerRole, parse_java, parse_properties
 from broker.store import StoreLockedError
 from cli import params
 from cli.common import StartupLogging
@@ -96,6 +96,9 @@ def build_config(
     broker_id: int | None = None,
     flush: FlushMode | None = None,
     auto_create_topic: bool | None = None,
+    role: BrokerRole | None = None,
+    ha_port: int | None = None,
+    ha_master: str | None = None,
 ) -> BrokerConfig:
     """The broker's settings: Java's defaults, then the broker.conf file, then the options actually given."""
     config = BrokerConfig()
@@ -127,6 +130,14 @@ def build_config(
         config.flush_disk_type = f"{flush.value}_FLUSH"
     if auto_create_topic is not None:
         config.auto_create_topic_enable = auto_create_topic
+    if role is not None:
+        config.broker_role = role.value
+    if ha_port is not None:
+        config.ha_listen_port = ha_port
+    elif "haListenPort" not in file_keys:
+        config.ha_listen_port = 0  # listenPort + 1, as Apache's start-up derives it
+    if ha_master is not None:
+        config.ha_master_address = ha_master
     return config
 
 
@@ -183,6 +194,25 @@ def broker(
         "--auto-create-topic/--no-auto-create-topic",
         help="Create unknown topics on first send (TBW102) [default: on]",
     ),
+    role: BrokerRole | None = typer.Option(
+        None,
+        "--role",
+        case_sensitive=False,
+        help="brokerRole: ASYNC_MASTER, SYNC_MASTER (a send waits for a slave) or SLAVE "
+        "(needs --broker-id > 0) [default: ASYNC_MASTER]",
+    ),
+    ha_port: int | None = typer.Option(
+        None,
+        "--ha-port",
+        callback=params.port,
+        help="haListenPort, where slaves connect [default: --port + 1]",
+    ),
+    ha_master: str | None = typer.Option(
+        None,
+        "--ha-master",
+        callback=params.broker_address,
+        help="haMasterAddress: a slave's master HA address, host:port [default: learned from the NameServer]",
+    ),
     config_file: Path | None = typer.Option(
         None,
         "--config",
@@ -209,6 +239,9 @@ def broker(
         broker_id=broker_id,
         flush=flush,
         auto_create_topic=auto_create_topic,
+        role=role,
+        ha_port=ha_port,
+        ha_master=ha_master,
     )
     try:
         config.validate()

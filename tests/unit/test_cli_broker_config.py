@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from broker.config import BrokerRole
 from cli.broker_cmd import FlushMode, build_config
 
 
@@ -38,3 +39,17 @@ def test_defaults_without_a_file(tmp_path: Path) -> None:
         10911,
     )
     assert config.broker_ip1 == "127.0.0.1" and config.auto_create_topic_enable
+
+
+def test_replication_roles_and_ha_ports(tmp_path: Path) -> None:
+    slave = build_config(
+        tmp_path / "s", None, port=20911, broker_id=1, role=BrokerRole.SLAVE, ha_master="127.0.0.1:30912"
+    )
+    assert (slave.broker_role, slave.broker_id, slave.ha_master_address) == ("SLAVE", 1, "127.0.0.1:30912")
+    assert slave.ha_port_to_bind(20911) == 20912, "without --ha-port, listenPort + 1 as Apache derives it"
+    chosen = build_config(tmp_path / "s", None, port=20911, ha_port=40000, role=BrokerRole.SYNC_MASTER)
+    assert chosen.ha_port_to_bind(20911) == 40000 and chosen.broker_role == "SYNC_MASTER"
+    conf = tmp_path / "broker.conf"
+    conf.write_text("haListenPort=31000\nbrokerRole=SYNC_MASTER\n")
+    from_file = build_config(tmp_path / "s", conf, port=20911)
+    assert from_file.ha_port_to_bind(20911) == 31000 and from_file.broker_role == "SYNC_MASTER"
