@@ -11,7 +11,9 @@
 Results are frozen records (:mod:`admin.models`) or the wire bodies themselves (cluster info, routes);
 failures raise :class:`AdminError` subclasses (:mod:`admin.errors`). Requests are signed when ACL
 credentials are given. Modules: ``cluster`` (NameServer data, KV), ``topics``, ``brokers``, ``consumers``
-(progress, connections, offsets), ``messages`` (view, key queries, pull), ``rpc`` (signing, fail-over).
+(progress, connections, offsets), ``groups`` (group settings, broker-wide progress, offset cloning),
+``namesrv`` (write permission, NameServer settings, order confs), ``messages`` (view, key queries, pull),
+``rpc`` (signing, fail-over).
 """
 
 from admin.admin import DEFAULT_TIMEOUT_MS, Admin
@@ -25,6 +27,8 @@ from admin.errors import (
     TopicNotFoundError,
     UnreachableError,
 )
+from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
+from admin.messages import ConsumeQueueAnswer
 from admin.models import (
     BrokerAddress,
     ClientConnection,
@@ -39,6 +43,9 @@ from admin.models import (
     TopicDeleted,
     TopicStatus,
 )
+from admin.namesrv import WritePermChange
+from admin.rt import BrokerRt, SendRtReport, SendTiming
+from admin.stats import TopicGroupStats
 from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
 
 __all__ = [
@@ -50,11 +57,16 @@ __all__ = [
     "AdminError",
     "BlockingAdmin",
     "BrokerAddress",
+    "BrokerRt",
     "ClientConnection",
+    "ConsumeQueueAnswer",
     "ConsumerConnections",
     "ConsumerNotOnlineError",
     "ConsumerProgress",
+    "GroupConfigOnBroker",
+    "GroupDeleted",
     "MessageNotFoundError",
+    "OffsetCloned",
     "OffsetReset",
     "PullResult",
     "PullStatus",
@@ -62,8 +74,12 @@ __all__ = [
     "QueueProgress",
     "RequestRefusedError",
     "ResetMethod",
+    "SendRtReport",
+    "SendTiming",
     "TopicDeleted",
+    "TopicGroupStats",
     "TopicNotFoundError",
     "TopicStatus",
     "UnreachableError",
+    "WritePermChange",
 ]

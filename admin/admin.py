@@ -8,12 +8,13 @@ connection per server, and its signing credentials) and gives the functions a st
 from __future__ import annotations
 
 import ssl as ssl_module
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
-from admin import brokers, cluster, consumers, messages, topics
+from admin import brokers, cluster, consumers, export, groups, messages, namesrv, rt, stats, topics
 from admin.errors import AdminError
+from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
 from admin.models import (
     BrokerAddress,
     ClientConnection,
@@ -24,9 +25,20 @@ from admin.models import (
     TopicDeleted,
     TopicStatus,
 )
+from admin.namesrv import WritePermChange
 from admin.rpc import AdminRpc
+from admin.rt import BrokerRt, SendCredentials, SendRtReport
+from admin.stats import TopicGroupStats
 from producer.namesrv import parse_namesrv_list
-from rocketmq_wire.bodies import ClusterInfo, ConsumerRunningInfo, TopicRouteData
+from rocketmq_wire.bodies import (
+    BrokerStatsData,
+    ClusterInfo,
+    ConsumerRunningInfo,
+    ConsumeStatsList,
+    MessageQueue,
+    SubscriptionGroupConfig,
+    TopicRouteData,
+)
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
@@ -140,6 +152,28 @@ class Admin:
     async def kv_delete(self, namespace: str, key: str) -> list[str]:
         return await cluster.kv_delete(self.rpc, namespace, key)
 
+    async def wipe_write_perm(self, broker_name: str) -> list[WritePermChange]:
+        return await namesrv.wipe_write_perm(self.rpc, broker_name)
+
+    async def add_write_perm(self, broker_name: str) -> list[WritePermChange]:
+        return await namesrv.add_write_perm(self.rpc, broker_name)
+
+    async def namesrv_config(self, addrs: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        return await namesrv.namesrv_config(self.rpc, addrs)
+
+    async def update_namesrv_config(self, settings: Mapping[str, str]) -> list[str]:
+        return await namesrv.update_namesrv_config(self.rpc, settings)
+
+    async def order_conf(self, topic: str) -> str | None:
+        return await namesrv.order_conf(self.rpc, topic)
+
+    async def update_order_conf(self, topic: str, layout: str | None) -> list[str]:
+        """Set the ordered topic's layout (``broker-a:4;broker-b:4``) everywhere; ``None`` deletes it."""
+        return await namesrv.update_order_conf(self.rpc, topic, layout)
+
+    async def topic_clusters(self, topic: str) -> list[str]:
+        return await namesrv.topic_clusters(self.rpc, topic)
+
     # -- topics ----------------------------------------------------------------------------------------
 
     async def create_topic(
@@ -171,6 +205,11 @@ class Admin:
     async def topic_status(self, topic: str) -> TopicStatus:
         return await topics.topic_status(self.rpc, topic)
 
+    async def update_topic_perm(
+        self, topic: str, perm: int, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return await topics.update_topic_perm(self.rpc, topic, perm, cluster=cluster, broker_addr=broker_addr)
+
     # -- brokers ---------------------------------------------------------------------------------------
 
     async def broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
@@ -181,6 +220,21 @@ class Admin:
 
     async def update_broker_config(self, broker_addr: str, settings: Mapping[str, str]) -> None:
         await brokers.update_broker_config(self.rpc, broker_addr, settings)
+
+    async def clean_expired_consume_queue(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return await brokers.clean_expired_consume_queue(self.rpc, cluster=cluster, broker_addr=broker_addr)
+
+    async def delete_expired_commit_log(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return await brokers.delete_expired_commit_log(self.rpc, cluster=cluster, broker_addr=broker_addr)
+
+    async def clean_unused_topic(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return await brokers.clean_unused_topic(self.rpc, cluster=cluster, broker_addr=broker_addr)
 
     # -- groups ----------------------------------------------------------------------------------------
 
@@ -198,6 +252,45 @@ class Admin:
 
     async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         return await consumers.producer_connections(self.rpc, group, topic)
+
+    async def update_subscription_group(
+        self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return await groups.update_subscription_group(
+            self.rpc, config, cluster=cluster, broker_addr=broker_addr
+        )
+
+    async def delete_subscription_group(
+        self,
+        group: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        remove_offset: bool = False,
+    ) -> GroupDeleted:
+        return await groups.delete_subscription_group(
+            self.rpc, group, cluster=cluster, broker_addr=broker_addr, remove_offset=remove_offset
+        )
+
+    async def subscription_group_configs(self, group: str) -> list[GroupConfigOnBroker]:
+        return await groups.subscription_group_configs(self.rpc, group)
+
+    async def broker_consume_stats(self, broker_addr: str, *, order_only: bool = False) -> ConsumeStatsList:
+        return await groups.broker_consume_stats(self.rpc, broker_addr, order_only=order_only)
+
+    async def clone_group_offset(self, src_group: str, dest_group: str, topic: str) -> list[OffsetCloned]:
+        return await groups.clone_group_offset(self.rpc, src_group, dest_group, topic)
+
+    async def allocate_queues(
+        self, topic: str, client_ids: Sequence[str], strategy: str = "averagely"
+    ) -> dict[str, list[MessageQueue]]:
+        return await groups.allocate_queues(self.rpc, topic, client_ids, strategy)
+
+    async def skip_accumulated(self, group: str, topic: str, *, force: bool = True) -> list[OffsetReset]:
+        """Move the group to the end of every queue of ``topic`` (mqadmin ``skipAccumulatedMessage``)."""
+        return await consumers.reset_offset_by_time(
+            self.rpc, group, topic, consumers.RESET_TO_LATEST, force=force
+        )
 
     async def update_consumer_offset(
         self, group: str, topic: str, queue_id: int, offset: int, *, broker_name: str | None = None
@@ -242,3 +335,116 @@ class Admin:
         return await messages.pull(
             self.rpc, topic, queue_id, offset, broker_name=broker_name, max_nums=max_nums, group=group
         )
+
+    async def message_at(
+        self, topic: str, queue_id: int, offset: int, *, broker_name: str | None = None
+    ) -> MessageExt:
+        return await messages.message_at(self.rpc, topic, queue_id, offset, broker_name=broker_name)
+
+    async def consume_messages(
+        self,
+        topic: str,
+        *,
+        broker_name: str | None = None,
+        queue_id: int | None = None,
+        offset: int | None = None,
+        begin_ms: int | None = None,
+        end_ms: int | None = None,
+        count: int = 128,
+        on_queue: Callable[[int, int], None] | None = None,
+    ) -> list[MessageExt]:
+        return await messages.consume_messages(
+            self.rpc,
+            topic,
+            broker_name=broker_name,
+            queue_id=queue_id,
+            offset=offset,
+            begin_ms=begin_ms,
+            end_ms=end_ms,
+            count=count,
+            on_queue=on_queue,
+        )
+
+    async def query_consume_queue(
+        self,
+        topic: str,
+        queue_id: int,
+        *,
+        index: int = 0,
+        count: int = 10,
+        group: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[messages.ConsumeQueueAnswer]:
+        return await messages.query_consume_queue(
+            self.rpc, topic, queue_id, index=index, count=count, group=group, broker_addr=broker_addr
+        )
+
+    async def messages_in_range(
+        self,
+        topic: str,
+        queue_id: int,
+        begin: int,
+        end: int | None = None,
+        *,
+        broker_name: str | None = None,
+        expression: str = "*",
+    ) -> list[MessageExt]:
+        return await messages.messages_in_range(
+            self.rpc, topic, queue_id, begin, end, broker_name=broker_name, expression=expression
+        )
+
+    # -- export -----------------------------------------------------------------------------------------
+
+    async def export_metadata(
+        self,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        topics: bool = True,
+        groups: bool = True,
+        special_topics: bool = False,
+    ) -> dict[str, Any]:
+        """User topics and groups as mqadmin ``exportMetadata`` writes them (a JSON-ready document)."""
+        return await export.export_metadata(
+            self.rpc,
+            cluster=cluster,
+            broker_addr=broker_addr,
+            topics=topics,
+            groups=groups,
+            special_topics=special_topics,
+        )
+
+    async def export_configs(self, cluster: str) -> dict[str, Any]:
+        """Broker settings and cluster scale as mqadmin ``exportConfigs`` writes them."""
+        return await export.export_configs(self.rpc, cluster)
+
+    async def export_metrics(self, cluster: str) -> dict[str, Any]:
+        """Per-master figures and cluster totals as mqadmin ``exportMetrics`` writes them."""
+        return await export.export_metrics(self.rpc, cluster)
+
+    # -- statistics -------------------------------------------------------------------------------------
+
+    async def view_broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        return await stats.view_broker_stats(self.rpc, broker_addr, stats_name, stats_key)
+
+    async def topic_stats(self, topic: str, *, active_only: bool = False) -> list[TopicGroupStats]:
+        """mqadmin ``statsAll``'s lines for one topic: rates in and out per consuming group, backlog."""
+        return await stats.topic_stats(self.rpc, topic, active_only=active_only)
+
+    # -- send round trips --------------------------------------------------------------------------------
+
+    def _credentials(self) -> rt.SendCredentials:
+        access_key, secret_key, _token, timeout_ms, _ssl, _serialize = self._settings
+        return SendCredentials(self.namesrv_addresses, access_key, secret_key, timeout_ms)
+
+    async def check_send_rt(self, topic: str, amount: int = 100, size: int = 128) -> SendRtReport:
+        """Timed sends to the topic's queues in turn (mqadmin ``checkMsgSendRT``); they are real messages."""
+        return await rt.check_send_rt(self._credentials(), topic, amount, size)
+
+    async def send_status(self, broker_name: str, count: int = 1, size: int = 128) -> SendRtReport:
+        return await rt.send_status(self._credentials(), broker_name, count, size)
+
+    async def cluster_rt(
+        self, cluster: str | None = None, amount: int = 100, size: int = 128
+    ) -> list[BrokerRt]:
+        return await rt.cluster_rt(self.rpc, self._credentials(), cluster, amount, size)

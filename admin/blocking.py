@@ -14,6 +14,8 @@ from typing import Any, Self, TypeVar
 
 from admin.admin import DEFAULT_TIMEOUT_MS, Admin
 from admin.errors import AdminError
+from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
+from admin.messages import ConsumeQueueAnswer
 from admin.models import (
     BrokerAddress,
     ClientConnection,
@@ -24,8 +26,19 @@ from admin.models import (
     TopicDeleted,
     TopicStatus,
 )
+from admin.namesrv import WritePermChange
+from admin.rt import BrokerRt, SendRtReport
+from admin.stats import TopicGroupStats
 from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
-from rocketmq_wire.bodies import ClusterInfo, ConsumerRunningInfo, TopicRouteData
+from rocketmq_wire.bodies import (
+    BrokerStatsData,
+    ClusterInfo,
+    ConsumerRunningInfo,
+    ConsumeStatsList,
+    MessageQueue,
+    SubscriptionGroupConfig,
+    TopicRouteData,
+)
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
@@ -107,6 +120,27 @@ class BlockingAdmin:
     def kv_delete(self, namespace: str, key: str) -> list[str]:
         return self._run(self._admin.kv_delete(namespace, key))
 
+    def wipe_write_perm(self, broker_name: str) -> list[WritePermChange]:
+        return self._run(self._admin.wipe_write_perm(broker_name))
+
+    def add_write_perm(self, broker_name: str) -> list[WritePermChange]:
+        return self._run(self._admin.add_write_perm(broker_name))
+
+    def namesrv_config(self, addrs: Sequence[str] | None = None) -> dict[str, dict[str, str]]:
+        return self._run(self._admin.namesrv_config(addrs))
+
+    def update_namesrv_config(self, settings: Mapping[str, str]) -> list[str]:
+        return self._run(self._admin.update_namesrv_config(settings))
+
+    def order_conf(self, topic: str) -> str | None:
+        return self._run(self._admin.order_conf(topic))
+
+    def update_order_conf(self, topic: str, layout: str | None) -> list[str]:
+        return self._run(self._admin.update_order_conf(topic, layout))
+
+    def topic_clusters(self, topic: str) -> list[str]:
+        return self._run(self._admin.topic_clusters(topic))
+
     # -- topics ----------------------------------------------------------------------------------------
 
     def create_topic(
@@ -138,6 +172,11 @@ class BlockingAdmin:
     def topic_status(self, topic: str) -> TopicStatus:
         return self._run(self._admin.topic_status(topic))
 
+    def update_topic_perm(
+        self, topic: str, perm: int, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._run(self._admin.update_topic_perm(topic, perm, cluster=cluster, broker_addr=broker_addr))
+
     # -- brokers ---------------------------------------------------------------------------------------
 
     def broker_runtime_stats(self, broker_addr: str) -> dict[str, str]:
@@ -148,6 +187,19 @@ class BlockingAdmin:
 
     def update_broker_config(self, broker_addr: str, settings: Mapping[str, str]) -> None:
         self._run(self._admin.update_broker_config(broker_addr, settings))
+
+    def clean_expired_consume_queue(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._run(self._admin.clean_expired_consume_queue(cluster=cluster, broker_addr=broker_addr))
+
+    def delete_expired_commit_log(
+        self, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._run(self._admin.delete_expired_commit_log(cluster=cluster, broker_addr=broker_addr))
+
+    def clean_unused_topic(self, *, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        return self._run(self._admin.clean_unused_topic(cluster=cluster, broker_addr=broker_addr))
 
     # -- groups ----------------------------------------------------------------------------------------
 
@@ -162,6 +214,44 @@ class BlockingAdmin:
 
     def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         return self._run(self._admin.producer_connections(group, topic))
+
+    def update_subscription_group(
+        self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        return self._run(
+            self._admin.update_subscription_group(config, cluster=cluster, broker_addr=broker_addr)
+        )
+
+    def delete_subscription_group(
+        self,
+        group: str,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        remove_offset: bool = False,
+    ) -> GroupDeleted:
+        return self._run(
+            self._admin.delete_subscription_group(
+                group, cluster=cluster, broker_addr=broker_addr, remove_offset=remove_offset
+            )
+        )
+
+    def subscription_group_configs(self, group: str) -> list[GroupConfigOnBroker]:
+        return self._run(self._admin.subscription_group_configs(group))
+
+    def broker_consume_stats(self, broker_addr: str, *, order_only: bool = False) -> ConsumeStatsList:
+        return self._run(self._admin.broker_consume_stats(broker_addr, order_only=order_only))
+
+    def clone_group_offset(self, src_group: str, dest_group: str, topic: str) -> list[OffsetCloned]:
+        return self._run(self._admin.clone_group_offset(src_group, dest_group, topic))
+
+    def allocate_queues(
+        self, topic: str, client_ids: Sequence[str], strategy: str = "averagely"
+    ) -> dict[str, list[MessageQueue]]:
+        return self._run(self._admin.allocate_queues(topic, client_ids, strategy))
+
+    def skip_accumulated(self, group: str, topic: str, *, force: bool = True) -> list[OffsetReset]:
+        return self._run(self._admin.skip_accumulated(group, topic, force=force))
 
     def update_consumer_offset(
         self, group: str, topic: str, queue_id: int, offset: int, *, broker_name: str | None = None
@@ -206,3 +296,109 @@ class BlockingAdmin:
         return self._run(
             self._admin.pull(topic, queue_id, offset, broker_name=broker_name, max_nums=max_nums, group=group)
         )
+
+    def message_at(
+        self, topic: str, queue_id: int, offset: int, *, broker_name: str | None = None
+    ) -> MessageExt:
+        return self._run(self._admin.message_at(topic, queue_id, offset, broker_name=broker_name))
+
+    def consume_messages(
+        self,
+        topic: str,
+        *,
+        broker_name: str | None = None,
+        queue_id: int | None = None,
+        offset: int | None = None,
+        begin_ms: int | None = None,
+        end_ms: int | None = None,
+        count: int = 128,
+    ) -> list[MessageExt]:
+        return self._run(
+            self._admin.consume_messages(
+                topic,
+                broker_name=broker_name,
+                queue_id=queue_id,
+                offset=offset,
+                begin_ms=begin_ms,
+                end_ms=end_ms,
+                count=count,
+            )
+        )
+
+    def query_consume_queue(
+        self,
+        topic: str,
+        queue_id: int,
+        *,
+        index: int = 0,
+        count: int = 10,
+        group: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[ConsumeQueueAnswer]:
+        return self._run(
+            self._admin.query_consume_queue(
+                topic, queue_id, index=index, count=count, group=group, broker_addr=broker_addr
+            )
+        )
+
+    def messages_in_range(
+        self,
+        topic: str,
+        queue_id: int,
+        begin: int,
+        end: int | None = None,
+        *,
+        broker_name: str | None = None,
+        expression: str = "*",
+    ) -> list[MessageExt]:
+        return self._run(
+            self._admin.messages_in_range(
+                topic, queue_id, begin, end, broker_name=broker_name, expression=expression
+            )
+        )
+
+    # -- export -----------------------------------------------------------------------------------------
+
+    def export_metadata(
+        self,
+        *,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+        topics: bool = True,
+        groups: bool = True,
+        special_topics: bool = False,
+    ) -> dict[str, Any]:
+        return self._run(
+            self._admin.export_metadata(
+                cluster=cluster,
+                broker_addr=broker_addr,
+                topics=topics,
+                groups=groups,
+                special_topics=special_topics,
+            )
+        )
+
+    def export_configs(self, cluster: str) -> dict[str, Any]:
+        return self._run(self._admin.export_configs(cluster))
+
+    def export_metrics(self, cluster: str) -> dict[str, Any]:
+        return self._run(self._admin.export_metrics(cluster))
+
+    # -- statistics -------------------------------------------------------------------------------------
+
+    def view_broker_stats(self, broker_addr: str, stats_name: str, stats_key: str) -> BrokerStatsData:
+        return self._run(self._admin.view_broker_stats(broker_addr, stats_name, stats_key))
+
+    def topic_stats(self, topic: str, *, active_only: bool = False) -> list[TopicGroupStats]:
+        return self._run(self._admin.topic_stats(topic, active_only=active_only))
+
+    # -- send round trips --------------------------------------------------------------------------------
+
+    def check_send_rt(self, topic: str, amount: int = 100, size: int = 128) -> SendRtReport:
+        return self._run(self._admin.check_send_rt(topic, amount, size))
+
+    def send_status(self, broker_name: str, count: int = 1, size: int = 128) -> SendRtReport:
+        return self._run(self._admin.send_status(broker_name, count, size))
+
+    def cluster_rt(self, cluster: str | None = None, amount: int = 100, size: int = 128) -> list[BrokerRt]:
+        return self._run(self._admin.cluster_rt(cluster, amount, size))

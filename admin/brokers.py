@@ -1,11 +1,13 @@
 """One broker's own view of itself: runtime figures (GET_BROKER_RUNTIME_INFO) and settings
 (GET_BROKER_CONFIG, UPDATE_BROKER_CONFIG), what ``mqadmin brokerStatus``, ``getBrokerConfig`` and
-``updateBrokerConfig`` do."""
+``updateBrokerConfig`` do; and store maintenance on request (``cleanExpiredCQ``, ``deleteExpiredCommitLog``,
+``cleanUnusedTopic``)."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 
+from admin.cluster import cluster_brokers
 from admin.errors import AdminError
 from admin.rpc import AdminRpc, check
 from rocketmq_wire.bodies import KVTable, PropertiesBody
@@ -46,3 +48,44 @@ async def update_broker_config(rpc: AdminRpc, broker_addr: str, settings: Mappin
         broker_addr, RemotingCommand.request(RequestCode.UPDATE_BROKER_CONFIG, body=body)
     )
     check(response, "broker config update", broker_addr)
+
+
+async def _maintenance(
+    rpc: AdminRpc, code: int, what: str, cluster: str | None, broker_addr: str | None
+) -> list[str]:
+    """Send a header-less maintenance request to one broker, or to every broker (slaves too, as mqadmin
+    does) of ``cluster`` -- of every cluster when neither is named. Returns the addresses done."""
+    if broker_addr is not None:
+        addrs = [broker_addr]
+    else:
+        addrs = [b.addr for b in await cluster_brokers(rpc, cluster)]
+    for addr in addrs:
+        check(await rpc.server(addr, RemotingCommand.request(code)), what, addr)
+    return addrs
+
+
+async def clean_expired_consume_queue(
+    rpc: AdminRpc, *, cluster: str | None = None, broker_addr: str | None = None
+) -> list[str]:
+    """Drop consume queues that point only at deleted commit-log files (mqadmin ``cleanExpiredCQ``)."""
+    return await _maintenance(
+        rpc, RequestCode.CLEAN_EXPIRED_CONSUMEQUEUE, "cleaning expired consume queues", cluster, broker_addr
+    )
+
+
+async def delete_expired_commit_log(
+    rpc: AdminRpc, *, cluster: str | None = None, broker_addr: str | None = None
+) -> list[str]:
+    """Run the commit-log retention now (mqadmin ``deleteExpiredCommitLog``)."""
+    return await _maintenance(
+        rpc, RequestCode.DELETE_EXPIRED_COMMITLOG, "deleting expired commit log", cluster, broker_addr
+    )
+
+
+async def clean_unused_topic(
+    rpc: AdminRpc, *, cluster: str | None = None, broker_addr: str | None = None
+) -> list[str]:
+    """Drop consume queues of topics the broker no longer has (mqadmin ``cleanUnusedTopic``)."""
+    return await _maintenance(
+        rpc, RequestCode.CLEAN_UNUSED_TOPIC, "cleaning unused topics", cluster, broker_addr
+    )

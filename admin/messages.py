@@ -8,16 +8,27 @@ what they find; each broker's index may also hold other keys hashing alike, so t
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
+
 from admin.cluster import preferred_addr, topic_route
+from admin.consumers import _offset_at
 from admin.errors import AdminError, MessageNotFoundError, RequestRefusedError, UnreachableError
 from admin.models import PullResult, PullStatus
 from admin.rpc import AdminRpc, check
+from admin.topics import topic_status
+from rocketmq_wire.bodies import QueryConsumeQueueResponseBody
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
-from rocketmq_wire.headers.query import UNIQUE_KEY_QUERY, QueryMessageRequestHeader, ViewMessageRequestHeader
+from rocketmq_wire.headers.query import (
+    UNIQUE_KEY_QUERY,
+    QueryConsumeQueueRequestHeader,
+    QueryMessageRequestHeader,
+    ViewMessageRequestHeader,
+)
 from rocketmq_wire.message import MessageExt, decode_messages, decode_offset_msg_id
 from rocketmq_wire.message.sysflag import build_pull_sys_flag
 from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
@@ -175,3 +186,149 @@ async def pull(
         max_offset=int(answer.max_offset or 0),
         messages=tuple(messages),
     )
+
+
+async def message_at(
+    rpc: AdminRpc, topic: str, queue_id: int, offset: int, *, broker_name: str | None = None
+) -> MessageExt:
+    """The message stored at ``offset`` of one queue (mqadmin ``queryMsgByOffset``: a pull of one)."""
+    result = await pull(rpc, topic, queue_id, offset, broker_name=broker_name, max_nums=1)
+    for message in result.messages:
+        if message.queue_offset == offset:
+            return message
+    raise MessageNotFoundError(
+        f"no message at offset {offset} of {topic}:{queue_id} (queue holds {result.min_offset}.."
+        f"{result.max_offset - 1}; pull said {result.status.value})"
+    )
+
+
+async def messages_in_range(
+    rpc: AdminRpc,
+    topic: str,
+    queue_id: int,
+    begin: int,
+    end: int | None = None,
+    *,
+    broker_name: str | None = None,
+    batch: int = 32,
+    expression: str = "*",
+) -> list[MessageExt]:
+    """Messages of one queue with ``begin <= offset < end`` (to the queue's end when ``end`` is None),
+    pulled batch by batch without committing anything (mqadmin ``printMsgByQueue``/``consumeMessage``)."""
+    found: list[MessageExt] = []
+    offset = begin
+    while end is None or offset < end:
+        wanted = batch if end is None else max(1, min(batch, end - offset))
+        result = await pull(
+            rpc, topic, queue_id, offset, broker_name=broker_name, max_nums=wanted, expression=expression
+        )
+        found.extend(m for m in result.messages if end is None or m.queue_offset < end)
+        if result.status is PullStatus.OFFSET_ILLEGAL and offset < result.min_offset:
+            offset = result.min_offset  # the start was already deleted: go on from the first kept one
+            continue
+        if result.next_begin_offset <= offset or result.status is PullStatus.NO_NEW_MSG:
+            break
+        offset = result.next_begin_offset
+    return found
+
+
+async def consume_messages(
+    rpc: AdminRpc,
+    topic: str,
+    *,
+    broker_name: str | None = None,
+    queue_id: int | None = None,
+    offset: int | None = None,
+    begin_ms: int | None = None,
+    end_ms: int | None = None,
+    count: int = 128,
+    on_queue: Callable[[int, int], None] | None = None,
+) -> list[MessageExt]:
+    """Read up to ``count`` messages without committing anything (mqadmin ``consumeMessage``).
+
+    With ``broker_name``, ``queue_id`` and ``offset``: that queue from that offset. Otherwise every queue
+    of the topic (or of the broker/queue named), from the first message stored at ``begin_ms`` (the
+    queue's start when None) to the last stored before ``end_ms`` (its end). ``on_queue(done, total)``
+    reports progress queue by queue.
+    """
+    if count <= 0:
+        raise AdminError("read at least one message")
+    if offset is not None and (broker_name is None or queue_id is None):
+        raise AdminError("an offset needs the broker name and the queue id")
+    status = await topic_status(rpc, topic)
+    route = await topic_route(rpc, topic)
+    addrs = {d.broker_name: preferred_addr(d) for d in route.broker_datas}
+    queues = [
+        q
+        for q in status.queues
+        if (broker_name is None or q.broker_name == broker_name)
+        and (queue_id is None or q.queue_id == queue_id)
+    ]
+    if not queues:
+        raise AdminError(f"topic {topic!r} has no such queue ({broker_name or '*'}:{queue_id or '*'})")
+    found: list[MessageExt] = []
+    for done, queue in enumerate(queues, 1):
+        addr = addrs.get(queue.broker_name)
+        if len(found) >= count or addr is None:
+            break
+        if offset is not None:
+            begin: int = offset
+        elif begin_ms is not None:
+            begin = await _offset_at(rpc, addr, topic, queue.queue_id, begin_ms)
+        else:
+            begin = queue.min_offset
+        end = queue.max_offset
+        if end_ms is not None:
+            end = min(end, await _offset_at(rpc, addr, topic, queue.queue_id, end_ms))
+        end = min(end, begin + count - len(found))
+        if end > begin:
+            found.extend(
+                await messages_in_range(rpc, topic, queue.queue_id, begin, end, broker_name=queue.broker_name)
+            )
+        if on_queue is not None:
+            on_queue(done, len(queues))
+    return found[:count]
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class ConsumeQueueAnswer:
+    """A broker's answer to QUERY_CONSUME_QUEUE: its remark (set when the index is past the end) and
+    the entries (``None`` then)."""
+
+    broker_addr: str
+    remark: str | None
+    body: QueryConsumeQueueResponseBody | None
+
+
+async def query_consume_queue(
+    rpc: AdminRpc,
+    topic: str,
+    queue_id: int,
+    *,
+    index: int = 0,
+    count: int = 10,
+    group: str | None = None,
+    broker_addr: str | None = None,
+) -> list[ConsumeQueueAnswer]:
+    """Raw consume-queue entries of one queue from each broker of the topic (or from ``broker_addr``),
+    as mqadmin ``queryCq`` asks for them."""
+    if broker_addr is not None:
+        addrs = [broker_addr]
+    else:
+        route = await topic_route(rpc, topic)
+        addrs = [a for a in (preferred_addr(d) for d in route.broker_datas) if a is not None]
+    header = QueryConsumeQueueRequestHeader(
+        topic=topic, queue_id=queue_id, index=index, count=count, consumer_group=group
+    )
+    answers: list[ConsumeQueueAnswer] = []
+    for addr in addrs:
+        response = await rpc.server(addr, RemotingCommand.request(RequestCode.QUERY_CONSUME_QUEUE, header))
+        check(response, f"consume queue {queue_id}@{topic}", addr)
+        body = None
+        if response.body:
+            try:
+                body = QueryConsumeQueueResponseBody.from_json(response.body)
+            except CodecError as exc:
+                raise AdminError(f"unreadable consume queue from {addr}: {exc}") from exc
+        answers.append(ConsumeQueueAnswer(addr, response.remark, body))
+    return answers

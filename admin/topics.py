@@ -147,3 +147,50 @@ async def topic_status(rpc: AdminRpc, topic: str) -> TopicStatus:
         raise TopicNotFoundError(topic)
     rows.sort(key=lambda r: (r.broker_name, r.queue_id))
     return TopicStatus(topic, tuple(rows), put_tps)
+
+
+async def update_topic_perm(
+    rpc: AdminRpc, topic: str, perm: int, *, cluster: str | None = None, broker_addr: str | None = None
+) -> list[str]:
+    """Change the topic's permission on one broker or every master of a cluster, keeping its queues.
+
+    As mqadmin ``updateTopicPerm``: the queue counts and system flag come from the route, and a broker
+    whose permission is already ``perm`` is left alone. Returns the addresses written.
+    """
+    _checked_topic(topic)
+    if perm not in (PERM_READ, PERM_WRITE, PERM_READ | PERM_WRITE):
+        raise AdminError(f"perm must be 2 (write), 4 (read) or 6 (read and write), not {perm}")
+    if (cluster is None) == (broker_addr is None):
+        raise AdminError("name either a cluster or a broker address to change the topic's perm on")
+    route = await topic_route(rpc, topic)
+    queues = {q.broker_name: q for q in route.queue_datas}
+    names = {addr: data.broker_name for data in route.broker_datas for addr in data.broker_addrs.values()}
+    if broker_addr is not None:
+        targets = [broker_addr]
+    else:
+        targets = [b.addr for b in await cluster_brokers(rpc, cluster, masters_only=True)]
+    written: list[str] = []
+    for addr in targets:
+        queue = queues.get(names.get(addr))
+        if queue is None:
+            if broker_addr is not None:
+                raise AdminError(f"topic {topic!r} has no queues on broker {addr}")
+            continue
+        if queue.perm == perm:
+            continue
+        header = CreateTopicRequestHeader(
+            topic=topic,
+            default_topic=AUTO_CREATE_TOPIC,
+            read_queue_nums=queue.read_queue_nums,
+            write_queue_nums=queue.write_queue_nums,
+            perm=perm,
+            topic_filter_type=TOPIC_FILTER_TYPES[0],
+            topic_sys_flag=queue.topic_sys_flag or 0,
+            order=False,
+        )
+        response = await rpc.server(
+            addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
+        )
+        check(response, f"changing perm of topic {topic!r}", addr)
+        written.append(addr)
+    return written

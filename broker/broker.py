@@ -25,6 +25,7 @@ from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
 from broker.periodic import PeriodicTask
+from broker.processors.admin_extra import extra_handlers
 from broker.processors.broker_admin import (
     GetBrokerConfigProcessor,
     GetBrokerRuntimeInfoProcessor,
@@ -332,6 +333,7 @@ class Broker:
             RequestCode.GET_BROKER_HA_STATUS: GetBrokerHaStatusProcessor(self),
             RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(self),
         }
+        table.update(extra_handlers(self))  # group, store and statistics administration
         # One gate for every send code: they share Apache's send queue, hence its capacity and wait.
         self._send_flow_control = flow_control = SendFlowControl(self.config, self.store)
         for code, handler in table.items():

@@ -20,6 +20,7 @@ from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
 from admin import Admin
 from cli import params
@@ -197,3 +198,20 @@ def to_plain(data: Any) -> Any:
     if isinstance(data, enum.Enum):
         return data.value
     return data
+
+
+def walking(what: str) -> Progress:
+    """A progress bar on standard error for a command that walks many brokers, clients or queues.
+
+    It never touches standard output (``--json`` stays clean) and shows only on a terminal, so pipes and
+    logs get no control characters; ``transient`` clears it once the walk is over.
+    """
+    console = err()
+    return Progress(
+        TextColumn(what),
+        BarColumn(),
+        MofNCompleteColumn(),
+        console=console,
+        transient=True,
+        disable=not console.is_terminal,
+    )

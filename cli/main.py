@@ -1,14 +1,25 @@
-"""Entry point of ``rmq``: registers every sub-command."""
+"""Entry point of ``rmq``: registers every sub-command.
+
+``rmq --help`` groups the commands by what they act on (topic, group, message, broker, cluster, namesrv).
+Every mqadmin command rmq has is also reachable under its mqadmin name (``rmq updateSubGroup ...``),
+hidden from the help so that it stays readable; each command's own help names its mqadmin counterpart.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any
+
 import typer
 
+from cli import broker_admin_cmd, cluster_admin_cmd, group_cmd, message_cmd, topic_cmd
 from cli.broker_cmd import broker
+from cli.cluster_admin_cmd import cluster_app
 from cli.cluster_cmds import broker_config, broker_stats, clusters, route
 from cli.consume_cmd import consume
 from cli.consumer_cmds import consumer_connections, consumer_progress, reset_offset
 from cli.errors import OneLineErrorsGroup
+from cli.group_cmd import group_app
 from cli.inspect_cmd import inspect
 from cli.kv_cmd import kv_app
 from cli.message_cmd import message_app
@@ -26,28 +37,88 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+TOPIC, GROUP, MESSAGE, BROKER, CLUSTER, NAMESRV = "topic", "group", "message", "broker", "cluster", "namesrv"
+START = "start"
+
 
 @app.callback()
 def _root() -> None:
     """Apache RocketMQ from Python."""
 
 
-app.command()(quickstart)
-app.command()(send)
-app.command()(consume)
-app.command()(route)
-app.command()(clusters)
-app.add_typer(topic_app, name="topic")
-app.command("broker-stats")(broker_stats)
-app.command("broker-config")(broker_config)
-app.command("consumer-progress")(consumer_progress)
-app.command("consumer-connections")(consumer_connections)
-app.command("reset-offset")(reset_offset)
-app.add_typer(message_app, name="message")
-app.add_typer(kv_app, name="kv")
-app.command()(inspect)
-app.command()(namesrv)
-app.command()(broker)
+app.command(rich_help_panel=TOPIC)(route)
+app.add_typer(topic_app, name="topic", rich_help_panel=TOPIC)
+app.add_typer(group_app, name="group", rich_help_panel=GROUP)
+app.command("consumer-progress", rich_help_panel=GROUP)(consumer_progress)
+app.command("consumer-connections", rich_help_panel=GROUP)(consumer_connections)
+app.command("reset-offset", rich_help_panel=GROUP)(reset_offset)
+app.command(rich_help_panel=MESSAGE)(send)
+app.command(rich_help_panel=MESSAGE)(consume)
+app.add_typer(message_app, name="message", rich_help_panel=MESSAGE)
+app.command("broker-stats", rich_help_panel=BROKER)(broker_stats)
+app.command("broker-config", rich_help_panel=BROKER)(broker_config)
+app.command("update-broker-config", rich_help_panel=BROKER)(broker_admin_cmd.update_broker_config)
+app.command("clean-expired-cq", rich_help_panel=BROKER)(broker_admin_cmd.clean_expired_cq)
+app.command("delete-expired-commitlog", rich_help_panel=BROKER)(broker_admin_cmd.delete_expired_commitlog)
+app.command("clean-unused-topic", rich_help_panel=BROKER)(broker_admin_cmd.clean_unused_topic)
+app.command(rich_help_panel=BROKER)(broker)
+app.command(rich_help_panel=CLUSTER)(clusters)
+app.add_typer(cluster_app, name="cluster", rich_help_panel=CLUSTER)
+app.command(rich_help_panel=NAMESRV)(namesrv)
+app.add_typer(kv_app, name="kv", rich_help_panel=NAMESRV)
+app.command(rich_help_panel=START)(quickstart)
+app.command(rich_help_panel=START)(inspect)
+
+#: mqadmin's command names -> the rmq command doing the same.
+MQADMIN_ALIASES: dict[str, Callable[..., Any]] = {
+    "clusterList": clusters,
+    "topicRoute": route,
+    "topicList": topic_cmd.list_topics,
+    "updateTopic": topic_cmd.create,
+    "deleteTopic": topic_cmd.delete,
+    "topicStatus": topic_cmd.status,
+    "topicClusterList": topic_cmd.clusters_of_topic,
+    "updateTopicPerm": topic_cmd.update_perm,
+    "updateOrderConf": topic_cmd.order_conf,
+    "statsAll": topic_cmd.stats_all,
+    "queryCq": topic_cmd.query_cq,
+    "brokerStatus": broker_stats,
+    "getBrokerConfig": broker_config,
+    "updateBrokerConfig": broker_admin_cmd.update_broker_config,
+    "cleanExpiredCQ": broker_admin_cmd.clean_expired_cq,
+    "deleteExpiredCommitLog": broker_admin_cmd.delete_expired_commitlog,
+    "cleanUnusedTopic": broker_admin_cmd.clean_unused_topic,
+    "consumerProgress": consumer_progress,
+    "consumerConnection": consumer_connections,
+    "resetOffsetByTime": reset_offset,
+    "updateSubGroup": group_cmd.update,
+    "deleteSubGroup": group_cmd.delete,
+    "getConsumerConfig": group_cmd.config,
+    "consumerStatus": group_cmd.status,
+    "cloneGroupOffset": group_cmd.clone_offset,
+    "skipAccumulatedMessage": group_cmd.skip_accumulated,
+    "brokerConsumeStats": group_cmd.broker_stats,
+    "producerConnection": group_cmd.producers,
+    "allocateMQ": group_cmd.allocate,
+    "wipeWritePerm": cluster_admin_cmd.wipe_write_perm,
+    "addWritePerm": cluster_admin_cmd.add_write_perm,
+    "getNamesrvConfig": cluster_admin_cmd.namesrv_config,
+    "updateNamesrvConfig": cluster_admin_cmd.update_namesrv_config,
+    "queryMsgById": message_cmd.get,
+    "queryMsgByKey": message_cmd.query,
+    "queryMsgByUniqueKey": message_cmd.get,
+    "queryMsgByOffset": message_cmd.at_offset,
+    "printMsgByQueue": message_cmd.print_queue,
+    "consumeMessage": message_cmd.consume_print,
+    "checkMsgSendRT": message_cmd.check_send_rt,
+    "sendMsgStatus": message_cmd.send_status,
+    "clusterRT": cluster_admin_cmd.cluster_rt,
+    "exportMetadata": cluster_admin_cmd.export_metadata,
+    "exportConfigs": cluster_admin_cmd.export_configs,
+    "exportMetrics": cluster_admin_cmd.export_metrics,
+}
+for _name, _command in MQADMIN_ALIASES.items():
+    app.command(_name, hidden=True)(_command)
 
 
 def main() -> None:

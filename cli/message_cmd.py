@@ -1,15 +1,32 @@
-"""``rmq message get MSGID`` and ``rmq message query --key K | --unique-key U TOPIC``."""
+"""``rmq message get MSGID``, ``rmq message query --key K | --unique-key U TOPIC``, ``rmq message at``
+and ``rmq message print-queue`` (a queue read by offset)."""
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
+from admin import Admin, SendRtReport
 from cli import params
-from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
+from cli.common import (
+    AccessKey,
+    AsJson,
+    Namesrv,
+    SecretKey,
+    TimeoutMs,
+    emit_json,
+    out,
+    target,
+    to_plain,
+    walking,
+    with_admin,
+)
 from cli.errors import CliError, friendly
-from cli.render import message_detail, message_json, messages_table
+from cli.render import cell, message_detail, message_json, messages_table
+from rocketmq_wire.message import MessageExt
 
 message_app = typer.Typer(help="Find stored messages by id or key.", no_args_is_help=True)
 
@@ -78,5 +95,205 @@ def query(
         emit_json([message_json(m) for m in found])
     elif not found:
         out().print(f"no message of topic {topic} has that {'key' if key is not None else 'unique key'}")
+    else:
+        out().print(messages_table(found))
+
+
+QueueId = Annotated[int, typer.Argument(min=0, max=params.JAVA_INT_MAX, help="Queue id")]
+BrokerName = Annotated[
+    str | None,
+    typer.Option("--broker", "-b", callback=params.not_blank, help="Broker name (topic on several)"),
+]
+
+
+@message_app.command("at")
+@friendly
+def at_offset(
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic")],
+    queue_id: QueueId,
+    offset: Annotated[int, typer.Argument(min=0, max=params.JAVA_LONG_MAX, help="Queue offset")],
+    broker: BrokerName = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """The message at one offset of one queue (mqadmin queryMsgByOffset)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    message = with_admin(where, lambda admin: admin.message_at(topic, queue_id, offset, broker_name=broker))
+    if as_json:
+        emit_json(message_json(message))
+    else:
+        out().print(message_detail(message))
+
+
+@message_app.command("print-queue")
+@friendly
+def print_queue(
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic")],
+    queue_id: QueueId,
+    begin: Annotated[int, typer.Option("--begin", min=0, max=params.JAVA_LONG_MAX, help="First offset")] = 0,
+    end: Annotated[
+        int | None,
+        typer.Option("--end", min=0, max=params.JAVA_LONG_MAX, help="Stop before this offset"),
+    ] = None,
+    expression: Annotated[str, typer.Option("--subexpression", "-s", help="Tag expression")] = "*",
+    broker: BrokerName = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Read a range of one queue without committing anything (mqadmin printMsgByQueue)."""
+    if end is not None and end < begin:
+        raise CliError(f"--end {end} is before --begin {begin}")
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    found = with_admin(
+        where,
+        lambda admin: admin.messages_in_range(
+            topic, queue_id, begin, end, broker_name=broker, expression=expression
+        ),
+    )
+    if as_json:
+        emit_json([message_json(m) for m in found])
+    else:
+        out().print(messages_table(found))
+
+
+Amount = Annotated[int, typer.Option("--amount", "-a", min=1, max=1_000_000, help="Messages to send")]
+Size = Annotated[int, typer.Option("--size", "-s", min=1, max=4 * 1024 * 1024, help="Body size in bytes")]
+
+
+def _timings_table(report: SendRtReport) -> Table:
+    table = Table(title=f"Sends to {report.topic}", title_justify="left")
+    for heading in ("Broker", "QID", "Result", "RT ms", "Message ID"):
+        table.add_column(heading, justify="right" if heading in ("QID", "RT ms") else "left")
+    for send in report.sends:
+        table.add_row(
+            cell(send.broker_name),
+            cell(send.queue_id),
+            cell("true" if send.ok else f"false: {send.error}"),
+            cell(f"{send.rt_ms:.2f}"),
+            cell(send.msg_id or ""),
+        )
+    table.caption = f"Avg RT: {report.avg_rt_ms:.2f} ms"
+    return table
+
+
+def _timings_json(report: SendRtReport) -> dict[str, object]:
+    return {"topic": report.topic, "avg_rt_ms": report.avg_rt_ms, "sends": to_plain(report.sends)}
+
+
+@message_app.command("check-send-rt")
+@friendly
+def check_send_rt(
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic to send to")],
+    amount: Amount = 100,
+    size: Size = 128,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Time real sends to each queue of a topic in turn (mqadmin checkMsgSendRT)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    report = with_admin(where, lambda admin: admin.check_send_rt(topic, amount, size))
+    if as_json:
+        emit_json(_timings_json(report))
+    else:
+        out().print(_timings_table(report))
+
+
+@message_app.command("send-status")
+@friendly
+def send_status(
+    broker_name: Annotated[
+        str, typer.Argument(callback=params.not_blank, help="Broker name (its own topic)")
+    ],
+    count: Annotated[int, typer.Option("--count", "-c", min=1, max=1_000_000, help="Messages to send")] = 1,
+    size: Size = 128,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Send to a broker's own topic and show each result and round trip (mqadmin sendMsgStatus)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    report = with_admin(where, lambda admin: admin.send_status(broker_name, count, size))
+    if as_json:
+        emit_json(_timings_json(report))
+    else:
+        out().print(_timings_table(report))
+
+
+def _moment(text: str | None, option: str) -> int | None:
+    """Epoch milliseconds or an ISO date-time (local time unless it has an offset)."""
+    if text is None:
+        return None
+    if text.isdigit():
+        return params.epoch_ms(int(text), option)
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"cannot read {text!r} as a time: use epoch milliseconds or 2024-05-01T12:00:00",
+            param_hint=option,
+        ) from None
+    return params.local_epoch_ms(moment, text, option)
+
+
+@message_app.command("consume")
+@friendly
+def consume_print(
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic")],
+    broker: BrokerName = None,
+    queue_id: Annotated[
+        int | None, typer.Option("--queue", "-i", min=0, max=params.JAVA_INT_MAX, help="Queue id")
+    ] = None,
+    offset: Annotated[
+        int | None, typer.Option("--offset", "-o", min=0, max=params.JAVA_LONG_MAX, help="Start offset")
+    ] = None,
+    begin: Annotated[str | None, typer.Option("--begin", "-s", help="From this time (ms or ISO)")] = None,
+    end: Annotated[str | None, typer.Option("--end", "-e", help="Before this time (ms or ISO)")] = None,
+    count: Annotated[
+        int, typer.Option("--count", "-c", min=1, max=1_000_000, help="At most this many")
+    ] = 128,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Print a topic's stored messages without committing anything (mqadmin consumeMessage)."""
+    begin_ms, end_ms = _moment(begin, "--begin"), _moment(end, "--end")
+    if offset is not None and (broker is None or queue_id is None):
+        raise CliError("--offset needs --broker and --queue")
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+
+    async def work(admin: Admin) -> list[MessageExt]:
+        with walking("reading queues") as bar:
+            task = bar.add_task("queues", total=None)
+
+            def advanced(done: int, total: int) -> None:
+                bar.update(task, completed=done, total=total)
+
+            return await admin.consume_messages(
+                topic,
+                broker_name=broker,
+                queue_id=queue_id,
+                offset=offset,
+                begin_ms=begin_ms,
+                end_ms=end_ms,
+                count=count,
+                on_queue=advanced,
+            )
+
+    found = with_admin(where, work)
+    if as_json:
+        emit_json([message_json(m) for m in found])
     else:
         out().print(messages_table(found))

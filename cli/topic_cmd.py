@@ -1,12 +1,14 @@
-"""``rmq topic list|create|delete|status``."""
+"""``rmq topic list|create|delete|status|clusters|update-perm|order-conf|stats-all|query-cq``."""
 
 from __future__ import annotations
 
+import logging
 from typing import Annotated
 
 import typer
+from rich.table import Table
 
-from admin import DEFAULT_PERM, DEFAULT_QUEUE_NUMS, Admin, TopicDeleted
+from admin import DEFAULT_PERM, DEFAULT_QUEUE_NUMS, Admin, AdminError, TopicDeleted, TopicGroupStats
 from cli import params
 from cli.common import (
     AccessKey,
@@ -18,10 +20,14 @@ from cli.common import (
     out,
     target,
     to_plain,
+    walking,
     with_admin,
 )
 from cli.errors import CliError, friendly
 from cli.render import cell, topic_status_table
+from rocketmq_wire.topics import is_dlq_topic, is_retry_topic
+
+log = logging.getLogger("cli.topic")
 
 topic_app = typer.Typer(help="List, create, delete and inspect topics.", no_args_is_help=True)
 
@@ -173,3 +179,198 @@ def status(
         emit_json({**to_plain(found), "total_messages": found.total_messages})
     else:
         out().print(topic_status_table(found))
+
+
+@topic_app.command("clusters")
+@friendly
+def clusters_of_topic(
+    topic: Topic,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """The clusters that hold the topic (mqadmin topicClusterList)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    names = with_admin(where, lambda admin: admin.topic_clusters(topic))
+    if as_json:
+        emit_json(names)
+        return
+    console = out()
+    for name in names:
+        console.print(cell(name))
+
+
+@topic_app.command("update-perm")
+@friendly
+def update_perm(
+    topic: Topic,
+    perm: Annotated[int, typer.Option("--perm", "-p", callback=_perm, help="2 write, 4 read, 6 read+write")],
+    cluster: Annotated[
+        str | None, typer.Option("--cluster", "-c", help="Every master of this cluster")
+    ] = None,
+    broker: Annotated[
+        str | None,
+        typer.Option("--broker", "-b", callback=params.broker_address, help="This broker only"),
+    ] = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Change a topic's permission, keeping its queues (mqadmin updateTopicPerm)."""
+    if (cluster is None) == (broker is None):
+        raise CliError("pass either --cluster or --broker")
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    written = with_admin(
+        where, lambda admin: admin.update_topic_perm(topic, perm, cluster=cluster, broker_addr=broker)
+    )
+    if as_json:
+        emit_json({"topic": topic, "perm": perm, "brokers": written})
+        return
+    console = out()
+    if not written:
+        console.print(cell(f"the perm of topic {topic} is already {perm}: nothing changed"))
+    for addr in written:
+        console.print(cell(f"update topic {topic} perm to {perm} on {addr} success"))
+
+
+@topic_app.command("order-conf")
+@friendly
+def order_conf(
+    topic: Topic,
+    set_to: Annotated[
+        str | None,
+        typer.Option("--set", callback=params.not_blank, help="brokerName:queueNums;brokerName:queueNums"),
+    ] = None,
+    delete: Annotated[bool, typer.Option("--delete", help="Remove the topic's ordered layout")] = False,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Show, set or delete an ordered topic's layout in the NameServers (mqadmin updateOrderConf)."""
+    if set_to is not None and delete:
+        raise CliError("pass either --set or --delete, not both")
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    if set_to is None and not delete:
+        layout = with_admin(where, lambda admin: admin.order_conf(topic))
+        if as_json:
+            emit_json({"topic": topic, "order_conf": layout})
+        elif layout is None:
+            raise CliError(f"topic {topic} has no order conf")
+        else:
+            out().print(cell(f"get orderConf success. topic={topic}, orderConf={layout}"))
+        return
+    written = with_admin(where, lambda admin: admin.update_order_conf(topic, None if delete else set_to))
+    if as_json:
+        emit_json({"topic": topic, "order_conf": None if delete else set_to, "namesrvs": written})
+        return
+    action = "delete" if delete else "update"
+    out().print(cell(f"{action} orderConf success. topic={topic} on {', '.join(written)}"))
+
+
+async def _stats_all(admin: Admin, only: str | None, active: bool) -> list[TopicGroupStats]:
+    names = [only] if only is not None else sorted(await admin.topic_list())
+    names = [n for n in names if not (is_retry_topic(n) or is_dlq_topic(n))]
+    rows: list[TopicGroupStats] = []
+    with walking("reading statistics") as bar:
+        task = bar.add_task("topics", total=len(names))
+        for name in names:
+            try:
+                rows.extend(await admin.topic_stats(name, active_only=active))
+            except AdminError as exc:  # as mqadmin: a topic that cannot be read is skipped
+                log.info("stats of topic %s skipped: %s", name, exc)
+            bar.advance(task)
+    return rows
+
+
+@topic_app.command("stats-all")
+@friendly
+def stats_all(
+    topic: Annotated[
+        str | None, typer.Option("--topic", "-t", callback=params.topic_name, help="Only this topic")
+    ] = None,
+    active: Annotated[bool, typer.Option("--active", "-a", help="Only topics with traffic in a day")] = False,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Put and get rates, day counts and backlog of every topic and consuming group (mqadmin statsAll)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    rows = with_admin(where, lambda admin: _stats_all(admin, topic, active))
+    if as_json:
+        emit_json(rows)
+        return
+    table = Table(title="Statistics", title_justify="left")
+    headings = ("Topic", "Consumer group", "Accumulation", "In TPS", "Out TPS", "In msg 24h", "Out msg 24h")
+    for heading in headings:
+        table.add_column(heading, justify="left" if heading in ("Topic", "Consumer group") else "right")
+    for row in rows:
+        table.add_row(
+            cell(row.topic),
+            cell(row.group or ""),
+            cell(row.accumulation),
+            cell(f"{row.in_tps:.2f}"),
+            cell("" if row.out_tps is None else f"{row.out_tps:.2f}"),
+            cell(row.in_msg_24h),
+            cell("NO_CONSUMER" if row.out_msg_24h is None else row.out_msg_24h),
+        )
+    out().print(table)
+
+
+@topic_app.command("query-cq")
+@friendly
+def query_cq(
+    topic: Topic,
+    queue_id: Annotated[int, typer.Argument(min=0, max=params.JAVA_INT_MAX, help="Queue id")],
+    index: Annotated[
+        int, typer.Option("--index", "-i", min=0, max=params.JAVA_LONG_MAX, help="First entry")
+    ] = 0,
+    count: Annotated[int, typer.Option("--count", "-c", min=1, max=params.JAVA_INT_MAX, help="Entries")] = 10,
+    group: Annotated[
+        str | None, typer.Option("--group", "-g", callback=params.group_name, help="Show this group's filter")
+    ] = None,
+    broker: Annotated[
+        str | None, typer.Option("--broker", "-b", callback=params.broker_address, help="Only this broker")
+    ] = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Raw consume-queue entries of one queue: commit-log offset, size, tag code (mqadmin queryCq)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    answers = with_admin(
+        where,
+        lambda admin: admin.query_consume_queue(
+            topic, queue_id, index=index, count=count, group=group, broker_addr=broker
+        ),
+    )
+    if as_json:
+        emit_json(
+            [{"broker_addr": a.broker_addr, "remark": a.remark, "body": to_plain(a.body)} for a in answers]
+        )
+        return
+    console = out()
+    for answer in answers:
+        if answer.body is None:
+            console.print(cell(f"{answer.broker_addr}: {answer.remark or 'no entries'}"))
+            continue
+        table = Table(title=f"{queue_id}@{topic} on {answer.broker_addr}", title_justify="left")
+        for heading in ("Index", "Commit-log offset", "Size", "Tags code"):
+            table.add_column(heading, justify="right")
+        for i, entry in enumerate(answer.body.queue_data or []):
+            table.add_row(
+                cell(index + i), cell(entry.physic_offset), cell(entry.physic_size), cell(entry.tags_code)
+            )
+        table.caption = f"queue index {answer.body.min_queue_index}..{answer.body.max_queue_index}"
+        if answer.body.filter_data is not None:
+            table.caption += f"; filter: {answer.body.filter_data}"
+        console.print(table)

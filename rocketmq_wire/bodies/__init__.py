@@ -6,6 +6,7 @@ Java's. Fields a 5.x class added and 4.x lacks are ``None`` when absent, and lef
 
 from rocketmq_wire.bodies.base import JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
+from rocketmq_wire.bodies.consume_queue import ConsumeQueueData, QueryConsumeQueueResponseBody
 from rocketmq_wire.bodies.consumer import (
     Connection,
     ConsumerConnection,
@@ -51,8 +52,20 @@ from rocketmq_wire.bodies.static_topic import (
     TopicQueueMappingDetail,
     TopicQueueMappingInfo,
 )
-from rocketmq_wire.bodies.stats import ConsumeStats, OffsetWrapper, TopicOffset, TopicStatsTable
+from rocketmq_wire.bodies.stats import (
+    BrokerStatsData,
+    BrokerStatsItem,
+    ConsumeStats,
+    OffsetWrapper,
+    TopicOffset,
+    TopicStatsTable,
+)
 from rocketmq_wire.bodies.subscription import build_subscription
+from rocketmq_wire.bodies.subscription_group import (
+    ConsumeStatsList,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+)
 from rocketmq_wire.bodies.topic_config import (
     DataVersion,
     TopicConfig,
@@ -66,12 +79,16 @@ __all__ = [
     "REQUEST_BODY_TYPES",
     "RESPONSE_BODY_TYPES",
     "BrokerData",
+    "BrokerStatsData",
+    "BrokerStatsItem",
     "CMResult",
     "ClusterInfo",
     "Connection",
     "ConsumeFromWhere",
     "ConsumeMessageDirectlyResult",
+    "ConsumeQueueData",
     "ConsumeStats",
+    "ConsumeStatsList",
     "ConsumeType",
     "ConsumerConnection",
     "ConsumerData",
@@ -97,10 +114,13 @@ __all__ = [
     "ProducerConnection",
     "ProducerData",
     "PropertiesBody",
+    "QueryConsumeQueueResponseBody",
     "QueueData",
     "RegisterBrokerBody",
     "ResetOffsetBody",
     "SubscriptionData",
+    "SubscriptionGroupConfig",
+    "SubscriptionGroupWrapper",
     "TopicConfig",
     "TopicConfigAndMappingSerializeWrapper",
     "TopicConfigAndQueueMapping",

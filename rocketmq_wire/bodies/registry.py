@@ -16,6 +16,7 @@ from types import MappingProxyType
 from rocketmq_wire import fastjson
 from rocketmq_wire.bodies.base import Fields, JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
+from rocketmq_wire.bodies.consume_queue import QueryConsumeQueueResponseBody
 from rocketmq_wire.bodies.consumer import (
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
@@ -31,7 +32,12 @@ from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.bodies.running_info import ConsumeMessageDirectlyResult, ConsumerRunningInfo
-from rocketmq_wire.bodies.stats import ConsumeStats, TopicStatsTable
+from rocketmq_wire.bodies.stats import BrokerStatsData, ConsumeStats, TopicStatsTable
+from rocketmq_wire.bodies.subscription_group import (
+    ConsumeStatsList,
+    SubscriptionGroupConfig,
+    SubscriptionGroupWrapper,
+)
 from rocketmq_wire.bodies.topic_config import (
     DataVersion,
     TopicConfigAndQueueMapping,
@@ -70,6 +76,11 @@ GET_NAMESRV_CONFIG = 319
 QUERY_DATA_VERSION = 322
 GET_TOPIC_CONFIG = 351
 GET_PRODUCER_CONNECTION_LIST = 204
+UPDATE_AND_CREATE_SUBSCRIPTIONGROUP = 200
+GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
+GET_BROKER_CONSUME_STATS = 317
+VIEW_BROKER_STATS_DATA = 315
+QUERY_CONSUME_QUEUE = 321
 
 #: Request bodies by request code.
 REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
@@ -80,6 +91,7 @@ REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         REGISTER_BROKER: RegisterBrokerBody,
         RESET_CONSUMER_CLIENT_OFFSET: ResetOffsetBody,
         QUERY_DATA_VERSION: DataVersion,
+        UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: SubscriptionGroupConfig,
     }
 )
 
@@ -108,6 +120,10 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         CONSUME_MESSAGE_DIRECTLY: ConsumeMessageDirectlyResult,
         QUERY_DATA_VERSION: DataVersion,
         GET_TOPIC_CONFIG: TopicConfigAndQueueMapping,
+        GET_ALL_SUBSCRIPTIONGROUP_CONFIG: SubscriptionGroupWrapper,
+        GET_BROKER_CONSUME_STATS: ConsumeStatsList,
+        VIEW_BROKER_STATS_DATA: BrokerStatsData,
+        QUERY_CONSUME_QUEUE: QueryConsumeQueueResponseBody,
     }
 )
 

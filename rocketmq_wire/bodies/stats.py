@@ -1,6 +1,7 @@
 """Per-queue statistics keyed by :class:`MessageQueue`: topic offsets and consumer progress.
 
-Answers GET_TOPIC_STATS_INFO (:class:`TopicStatsTable`) and GET_CONSUME_STATS (:class:`ConsumeStats`).
+Answers GET_TOPIC_STATS_INFO (:class:`TopicStatsTable`), GET_CONSUME_STATS (:class:`ConsumeStats`) and
+VIEW_BROKER_STATS_DATA (:class:`BrokerStatsData`, one statistics item by minute, hour and day).
 Their maps have queues as keys, which fastjson writes as whole objects in key position. 4.x keeps them in a
 ``HashMap``, 5.x in a ``ConcurrentHashMap``; maps built here follow 5.x. The rates are doubles, and
 ``topicPutTps`` and ``pullOffset`` only exist from 5.0 on (``None`` leaves them out).
@@ -142,4 +143,55 @@ class ConsumeStats(JsonBody):
             if entries is None
             else read_map(entries, message_queue_hash, CONCURRENT_HASH_MAP),
             consume_tps=obj.get_double("consumeTps"),
+        )
+
+
+@dataclasses.dataclass(kw_only=True)
+class BrokerStatsItem(JsonBody):
+    """One window of a statistics item: the count in it, per second, and the average time per call."""
+
+    sum: int = 0
+    tps: float = 0.0
+    avgpt: float = 0.0
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(sum=self.sum, tps=self.tps, avgpt=self.avgpt)
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        return cls(sum=obj.get_long("sum"), tps=obj.get_double("tps"), avgpt=obj.get_double("avgpt"))
+
+
+def _stats_item(obj: Fields | None) -> BrokerStatsItem:
+    return BrokerStatsItem() if obj is None else BrokerStatsItem.from_object(obj)
+
+
+@dataclasses.dataclass(kw_only=True)
+class BrokerStatsData(JsonBody):
+    """VIEW_BROKER_STATS_DATA's answer: an item over the last minute, hour and day."""
+
+    stats_minute: BrokerStatsItem = dataclasses.field(default_factory=BrokerStatsItem)
+    stats_hour: BrokerStatsItem = dataclasses.field(default_factory=BrokerStatsItem)
+    stats_day: BrokerStatsItem = dataclasses.field(default_factory=BrokerStatsItem)
+
+    def sum_of_day(self) -> int:
+        """The count over the last day, else hour, else minute (mqadmin's ``compute24HourSum``)."""
+        for item in (self.stats_day, self.stats_hour, self.stats_minute):
+            if item.sum != 0:
+                return item.sum
+        return 0
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(
+            statsMinute=self.stats_minute.to_bean(),
+            statsHour=self.stats_hour.to_bean(),
+            statsDay=self.stats_day.to_bean(),
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        return cls(
+            stats_minute=_stats_item(obj.get_object("statsMinute")),
+            stats_hour=_stats_item(obj.get_object("statsHour")),
+            stats_day=_stats_item(obj.get_object("statsDay")),
         )

@@ -11,7 +11,13 @@ import types
 from collections.abc import Mapping
 
 from rocketmq_wire.codes import RequestCode
-from rocketmq_wire.headers.admin import GetBrokerConfigResponseHeader
+from rocketmq_wire.headers.admin import (
+    CloneGroupOffsetRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
+    GetBrokerConfigResponseHeader,
+    GetConsumeStatsInBrokerHeader,
+    ViewBrokerStatsDataRequestHeader,
+)
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.headers.consumer import (
     ConsumeMessageDirectlyResultRequestHeader,
@@ -64,6 +70,7 @@ from rocketmq_wire.headers.offset import (
 )
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_wire.headers.query import (
+    QueryConsumeQueueRequestHeader,
     QueryMessageRequestHeader,
     QueryMessageResponseHeader,
     ViewMessageRequestHeader,
@@ -103,15 +110,18 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     BrokerHeartbeatRequestHeader,
     RegisterTopicRequestHeader,
     CheckTransactionStateRequestHeader,
+    CloneGroupOffsetRequestHeader,
     ConsumeMessageDirectlyResultRequestHeader,
     ConsumerSendMsgBackRequestHeader,
     CreateTopicRequestHeader,
     DeleteKVConfigRequestHeader,
+    DeleteSubscriptionGroupRequestHeader,
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
     GetAllTopicConfigRequestHeader,
     GetBrokerConfigResponseHeader,
+    GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -136,6 +146,7 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     PutKVConfigRequestHeader,
+    QueryConsumeQueueRequestHeader,
     QueryConsumerOffsetRequestHeader,
     QueryConsumerOffsetResponseHeader,
     QueryDataVersionRequestHeader,
@@ -155,6 +166,7 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     UnlockBatchMqRequestHeader,
     UnregisterClientRequestHeader,
     UpdateConsumerOffsetRequestHeader,
+    ViewBrokerStatsDataRequestHeader,
     ViewMessageRequestHeader,
     WipeWritePermOfBrokerRequestHeader,
     WipeWritePermOfBrokerResponseHeader,
@@ -233,16 +245,19 @@ __all__ = [
     "AddWritePermOfBrokerResponseHeader",
     "BrokerHeartbeatRequestHeader",
     "CheckTransactionStateRequestHeader",
+    "CloneGroupOffsetRequestHeader",
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
     "CreateTopicRequestHeader",
     "DeleteKVConfigRequestHeader",
+    "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
     "GetAllTopicConfigRequestHeader",
     "GetBrokerConfigResponseHeader",
+    "GetConsumeStatsInBrokerHeader",
     "GetConsumeStatsRequestHeader",
     "GetConsumerConnectionListRequestHeader",
     "GetConsumerListByGroupRequestHeader",
@@ -267,6 +282,7 @@ __all__ = [
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",
+    "QueryConsumeQueueRequestHeader",
     "QueryConsumerOffsetRequestHeader",
     "QueryConsumerOffsetResponseHeader",
     "QueryDataVersionRequestHeader",
@@ -290,6 +306,7 @@ __all__ = [
     "UnlockBatchMqRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
     "WipeWritePermOfBrokerResponseHeader",

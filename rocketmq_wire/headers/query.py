@@ -44,3 +44,20 @@ class ViewMessageRequestHeader(TopicRequestHeader):
 #: Ext entry (not a header field) of QUERY_MESSAGE: ``"true"`` looks the key up among unique keys (UNIQ_KEY),
 #: ``"false"`` among the KEYS. mqadmin always sends it.
 UNIQUE_KEY_QUERY: Final = "_UNIQUE_KEY_QUERY"
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class QueryConsumeQueueRequestHeader(CommandHeader):
+    """QUERY_CONSUME_QUEUE (mqadmin ``queryCq``): ``count`` consume-queue entries of one queue from
+    ``index``; with ``consumerGroup`` the answer also says how that group's subscription filters them.
+
+    ``queueId``, ``index`` and ``count`` are Java primitives, always on the wire from a Java sender.
+    """
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.QUERY_CONSUME_QUEUE,)
+
+    topic: str | None = jstr("topic")
+    queue_id: int | None = jint("queueId")
+    index: int | None = jint("index")
+    count: int | None = jint("count")
+    consumer_group: str | None = jstr("consumerGroup")
