@@ -36,27 +36,29 @@ from producer import (
     TransactionProducer,
 )
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.headers.offset import GetMaxOffsetRequestHeader, GetMaxOffsetResponseHeader
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.transport import RemotingClient
-from tests.integration.apache import servers
 from tests.integration.apache.releases import ApacheRelease, full_releases
-from tests.integration.clusters import python_servers
 from tests.integration.clusters.fixture import running_cluster
-from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import unique_name
 from tests.integration.clusters.probe import eventually
 from tests.integration.clusters.processes import ManagedProcess
-from tests.integration.clusters.providers import ProviderSpec, Started, java_unavailable
 from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.replication import (
+    HA_BROKER,
+    Pair,
+    commit_log_ends,
+    pair_spec,
+    wait_for_slave,
+    wait_in_sync,
+)
 from tests.integration.java_peer.build import JavaClient
 from tests.integration.java_peer.fixtures import JavaClientFactory
 
 pytestmark = [pytest.mark.integration]
 log = logging.getLogger("tests.ha")
 
-HA_BROKER = "it-ha-broker"
 SINGLES = 6000
 BATCHES, BATCH_SIZE = 200, 16
 DELAYED = 300
@@ -67,60 +69,7 @@ IN_FLIGHT = 64
 CATCH_UP_S = 90.0
 KILL_SEND_S = 6.0
 KILL_AFTER_S = 2.5
-SYNC_READY_S = 30.0
 QUEUES = 4
-
-
-class Pair:
-    """A running master and slave of one broker name, and where each keeps its commit log."""
-
-    def __init__(self, kinds: tuple[str, str], role: str) -> None:
-        self.kinds = kinds  # (master kind, slave kind): "python" or an Apache version
-        self.role = role
-        self.namesrv = ""
-        self.master: ManagedProcess | None = None
-        self.commit_logs: dict[str, Path] = {}
-
-
-def _start_broker(
-    launch: Launch, kind: str, release: ApacheRelease, namesrv: str, *, slave: bool, role: str
-) -> tuple[ManagedProcess, Path]:
-    name = "slave" if slave else "master"
-    # Apache 5.x slaves serve pulls only with slaveReadEnable (4.9 and the project's serve them anyway).
-    slave_settings = {"brokerId": "1", "brokerRole": "SLAVE", "slaveReadEnable": "true"}
-    # A 5.x SYNC_MASTER waits for a slave only when it needs two copies (inSyncReplicas, default 1);
-    # 4.9 and the project's broker always wait.
-    master_settings = {"brokerId": "0", "brokerRole": role, "inSyncReplicas": "2", "totalReplicas": "2"}
-    extra = slave_settings if slave else master_settings
-    if kind == "python":
-        process = python_servers.start_broker(
-            launch, namesrv, broker_name=HA_BROKER, name=f"python-{name}", extra=extra
-        )
-        return process, launch.work_dir / f"python-{name}-store" / "commitlog"
-    process = servers.start_broker(
-        launch, release, namesrv, broker_name=HA_BROKER, name=f"apache-{name}", extra=extra
-    )
-    return process, launch.work_dir / f"apache-{name}" / "store" / "commitlog"
-
-
-def _pair_spec(release: ApacheRelease, master_kind: str, role: str, pair: Pair) -> ProviderSpec:
-    slave_kind = release.version if master_kind == "python" else "python"
-
-    def start(launch: Launch) -> Started:
-        namesrv = servers.start_namesrv(launch, release)
-        pair.namesrv = namesrv.addr
-        pair.master, pair.commit_logs["master"] = _start_broker(
-            launch, master_kind, release, namesrv.addr, slave=False, role=role
-        )
-        _, pair.commit_logs["slave"] = _start_broker(
-            launch, slave_kind, release, namesrv.addr, slave=True, role=role
-        )
-        return Started(namesrv, ((HA_BROKER, master_kind),))
-
-    label = f"{'python' if master_kind == 'python' else 'apache-' + release.version}-master"
-    return ProviderSpec(
-        f"ha-{label}-{role.lower()}", "binaries", start, 120.0, lambda: java_unavailable(release)
-    )
 
 
 PAIRS = [(release, master_kind) for release in full_releases() for master_kind in ("python", release.version)]
@@ -141,24 +90,10 @@ def _pair_id(param: tuple[ApacheRelease, str]) -> str:
 
 @contextlib.contextmanager
 def replicated(release: ApacheRelease, master_kind: str, role: str) -> Iterator[Pair]:
-    pair = Pair((master_kind, "python" if master_kind != "python" else release.version), role)
-    with running_cluster(_pair_spec(release, master_kind, role, pair), "rmq-ha"):
+    slave_kind = "python" if master_kind != "python" else release.version
+    pair = Pair(master_kind, slave_kind, role)
+    with running_cluster(pair_spec(release, pair), "rmq-ha"):
         yield pair
-
-
-def _broker_ids(info: ClusterInfo) -> set[int]:
-    data = info.broker_addr_table.get(HA_BROKER)
-    return set(data.broker_addrs) if data is not None else set()
-
-
-async def _wait_for_slave(namesrv: str) -> None:
-    async with Admin(namesrv) as admin:
-        await eventually(
-            admin.cluster_info,
-            lambda info: _broker_ids(info) == {0, 1},
-            timeout_s=60.0,
-            what=f"{HA_BROKER}'s master and slave registered",
-        )
 
 
 # -- the mixed load -----------------------------------------------------------------------------------------
@@ -222,14 +157,6 @@ async def send_mixed(namesrv: str, topic: str) -> list[bytes]:
     return visible
 
 
-async def _max_offsets(namesrv: str, addrs: dict[int, str]) -> dict[int, int]:
-    async with Admin(namesrv) as admin:
-        return {
-            broker_id: int((await admin.broker_runtime_stats(addr))["commitLogMaxOffset"])
-            for broker_id, addr in addrs.items()
-        }
-
-
 async def wait_caught_up(namesrv: str) -> int:
     """The commit-log end both hold, once the slave has the master's and neither moved for a while."""
     async with Admin(namesrv) as admin:
@@ -238,7 +165,7 @@ async def wait_caught_up(namesrv: str) -> int:
     deadline = time.monotonic() + CATCH_UP_S
     stable_since, last = time.monotonic(), (-1, -2)
     while time.monotonic() < deadline:
-        offsets = await _max_offsets(namesrv, addrs)
+        offsets = await commit_log_ends(namesrv, addrs)
         now = (offsets[0], offsets[1])
         if now != last:
             stable_since, last = time.monotonic(), now
@@ -277,7 +204,7 @@ def test_slave_commit_log_is_byte_identical(pair_of: tuple[ApacheRelease, str]) 
 
 
 async def compare_after_mixed_load(pair: Pair, label: str) -> None:
-    await _wait_for_slave(pair.namesrv)
+    await wait_for_slave(pair.namesrv)
     async with Admin(pair.namesrv) as admin:
         info = await admin.cluster_info()
         master_addr = info.broker_addr_table[HA_BROKER].broker_addrs[0]
@@ -294,27 +221,6 @@ async def compare_after_mixed_load(pair: Pair, label: str) -> None:
     assert master == slave, f"the commit logs differ from offset {at} of {end}"
     stored = await read_topic(pair.namesrv, topic, len(visible), timeout_s=60)
     assert sorted(m.body for m in stored) == sorted(visible)
-
-
-async def wait_in_sync(producer: Producer, topic: str, acked: set[bytes]) -> None:
-    """Until the SYNC_MASTER acknowledges SEND_OK. Before its slave has reported an offset (an Apache slave
-    does so seconds after it connects) a master answers SLAVE_NOT_AVAILABLE or FLUSH_SLAVE_TIMEOUT: stored,
-    not replicated yet."""
-    deadline = time.monotonic() + SYNC_READY_S
-    last: object = None
-    for i in range(10**6):
-        body = f"warm-up {i:05d}".encode()
-        try:
-            result = await producer.send(Message(topic, body), timeout_ms=10_000)
-        except ProducerError as exc:
-            last = exc
-        else:
-            if result.status is SendStatus.SEND_OK:
-                acked.add(body)
-                return
-            last = result.status
-        assert time.monotonic() < deadline, f"no SEND_OK from the SYNC_MASTER in {SYNC_READY_S} s: {last}"
-        await asyncio.sleep(0.2)
 
 
 async def slave_knows_topic(addr: str, topic: str) -> None:
@@ -389,7 +295,7 @@ def test_sync_master_killed_every_acknowledged_message_is_on_the_slave(
 
 
 async def kill_master_and_read_slave(pair: Pair, java: JavaClient, label: str) -> None:
-    await _wait_for_slave(pair.namesrv)
+    await wait_for_slave(pair.namesrv)
     assert pair.master is not None
     async with Admin(pair.namesrv) as admin:
         info = await admin.cluster_info()
