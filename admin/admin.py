@@ -42,7 +42,8 @@ from rocketmq_wire.bodies import (
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
-from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
+from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP, TRACE_TOPIC
+from rocketmq_wire.trace import TraceContext
 
 #: Timeout of each request, as the brief of the command line tools has it (mqadmin itself waits 20 s).
 DEFAULT_TIMEOUT_MS = 3000
@@ -318,6 +319,10 @@ class Admin:
         return await messages.query_messages(
             self.rpc, topic, key, max_num=max_num, begin_ms=begin_ms, end_ms=end_ms
         )
+
+    async def query_trace(self, msg_id: str, trace_topic: str = TRACE_TOPIC) -> list[TraceContext]:
+        """Message trace records (Pub, SubBefore, SubAfter, EndTransaction) of ``msg_id``, oldest first."""
+        return await messages.query_trace(self.rpc, msg_id, trace_topic)
 
     async def query_by_unique_key(self, topic: str, unique_key: str) -> list[MessageExt]:
         return await messages.query_messages(self.rpc, topic, unique_key, unique=True)

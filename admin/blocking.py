@@ -41,7 +41,8 @@ from rocketmq_wire.bodies import (
 )
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
-from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
+from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP, TRACE_TOPIC
+from rocketmq_wire.trace import TraceContext
 from rocketmq_wire.transport.loop_thread import BlockingRunner
 
 T = TypeVar("T")
@@ -282,6 +283,9 @@ class BlockingAdmin:
 
     def query_by_unique_key(self, topic: str, unique_key: str) -> list[MessageExt]:
         return self._run(self._admin.query_by_unique_key(topic, unique_key))
+
+    def query_trace(self, msg_id: str, trace_topic: str = TRACE_TOPIC) -> list[TraceContext]:
+        return self._run(self._admin.query_trace(msg_id, trace_topic))
 
     def pull(
         self,

@@ -31,7 +31,8 @@ from rocketmq_wire.headers.query import (
 )
 from rocketmq_wire.message import MessageExt, decode_messages, decode_offset_msg_id
 from rocketmq_wire.message.sysflag import build_pull_sys_flag
-from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP
+from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP, TRACE_TOPIC
+from rocketmq_wire.trace import TraceContext, TraceType, decode_trace_data, encode_trace_context
 
 #: mqadmin's ``maxNum`` for a key query and for a unique-key query.
 KEY_QUERY_MAX_NUM = 64
@@ -108,6 +109,32 @@ async def query_messages(
             if (message.unique_id == key) if unique else (key in message.keys):
                 found.append(message)
     found.sort(key=lambda m: (m.store_timestamp, m.store_host, m.commit_log_offset))
+    return found
+
+
+_TRACE_ORDER = {
+    TraceType.PUB: 0,
+    TraceType.END_TRANSACTION: 1,
+    TraceType.SUB_BEFORE: 2,
+    TraceType.SUB_AFTER: 3,
+}
+
+
+async def query_trace(rpc: AdminRpc, msg_id: str, trace_topic: str = TRACE_TOPIC) -> list[TraceContext]:
+    """The trace records of message ``msg_id`` (its unique id) in ``trace_topic``, found by key, as Java's
+    client and this project write them (``rocketmq_wire.trace``); oldest first."""
+    found: list[TraceContext] = []
+    seen: set[str] = set()
+    for message in await query_messages(rpc, trace_topic, msg_id):
+        for ctx in decode_trace_data(message.body.decode("utf-8", errors="replace")):
+            if not ctx.beans or ctx.beans[0].msg_id != msg_id:
+                continue
+            identity = encode_trace_context(ctx)
+            if identity in seen:
+                continue
+            seen.add(identity)
+            found.append(ctx)
+    found.sort(key=lambda ctx: (ctx.timestamp, _TRACE_ORDER[ctx.trace_type]))
     return found
 
 

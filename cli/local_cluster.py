@@ -35,6 +35,8 @@ class LocalClusterSettings:
     broker_port: int = 0
     cluster_name: str = "DefaultCluster"
     broker_name: str = "broker-a"
+    #: The broker's ``traceTopicEnable``: it creates ``RMQ_SYS_TRACE_TOPIC`` (message traces) at start.
+    trace_topic_enable: bool = False
 
 
 class LocalCluster:
@@ -87,6 +89,7 @@ class LocalCluster:
             store_path_root_dir=str(settings.store_dir),
             mapped_file_size_commit_log=_COMMIT_LOG_SEGMENT,
             mapped_file_size_consume_queue=_CONSUME_QUEUE_ENTRIES * 20,
+            trace_topic_enable=settings.trace_topic_enable,
         )
         broker = Broker(config)
         broker.registration.on_registered(self._on_registered)

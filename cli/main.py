@@ -112,6 +112,7 @@ MQADMIN_ALIASES: dict[str, Callable[..., Any]] = {
     "consumeMessage": message_cmd.consume_print,
     "checkMsgSendRT": message_cmd.check_send_rt,
     "sendMsgStatus": message_cmd.send_status,
+    "queryMsgTraceById": message_cmd.trace,
     "clusterRT": cluster_admin_cmd.cluster_rt,
     "exportMetadata": cluster_admin_cmd.export_metadata,
     "exportConfigs": cluster_admin_cmd.export_configs,

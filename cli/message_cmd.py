@@ -1,5 +1,5 @@
-"""``rmq message get MSGID``, ``rmq message query --key K | --unique-key U TOPIC``, ``rmq message at``
-and ``rmq message print-queue`` (a queue read by offset)."""
+"""``rmq message get MSGID``, ``rmq message query --key K | --unique-key U TOPIC``, ``rmq message at``,
+``rmq message print-queue`` (a queue read by offset) and ``rmq message trace MSGID`` (message trace)."""
 
 from __future__ import annotations
 
@@ -27,6 +27,8 @@ from cli.common import (
 from cli.errors import CliError, friendly
 from cli.render import cell, message_detail, message_json, messages_table
 from rocketmq_wire.message import MessageExt
+from rocketmq_wire.topics import TRACE_TOPIC
+from rocketmq_wire.trace import TraceContext, TraceType
 
 message_app = typer.Typer(help="Find stored messages by id or key.", no_args_is_help=True)
 
@@ -297,3 +299,91 @@ def consume_print(
         emit_json([message_json(m) for m in found])
     else:
         out().print(messages_table(found))
+
+
+def trace_rows(found: list[TraceContext]) -> list[dict[str, object]]:
+    """One flat row per trace record, as ``rmq message trace --json`` prints them."""
+    rows: list[dict[str, object]] = []
+    for ctx in found:
+        for bean in ctx.beans:
+            rows.append(
+                {
+                    "type": ctx.trace_type.value,
+                    "timestamp": ctx.timestamp,
+                    "time": _trace_time(ctx.timestamp),
+                    "group": ctx.group_name,
+                    "client_host": bean.client_host,
+                    "store_host": bean.store_host,
+                    "cost_ms": ctx.cost_time,
+                    "status": _trace_status(ctx),
+                    "success": ctx.success,
+                    "msg_id": bean.msg_id,
+                    "offset_msg_id": bean.offset_msg_id,
+                    "topic": bean.topic,
+                    "tags": bean.tags,
+                    "keys": bean.keys,
+                    "request_id": ctx.request_id,
+                    "region": ctx.region_id,
+                    "retry_times": bean.retry_times,
+                    "transaction_state": bean.transaction_state,
+                }
+            )
+    return rows
+
+
+def _trace_time(ms: int) -> str:
+    if ms <= 0:
+        return ""
+    return dt.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def _trace_status(ctx: TraceContext) -> str:
+    if ctx.trace_type is TraceType.SUB_BEFORE:
+        return ""
+    if ctx.trace_type is TraceType.END_TRANSACTION:
+        return ctx.beans[0].transaction_state if ctx.beans else ""
+    return "success" if ctx.success else "failed"
+
+
+@message_app.command("trace")
+@friendly
+def trace(
+    msg_id: Annotated[
+        str, typer.Argument(callback=params.not_blank, help="The traced message's (unique) msgId")
+    ],
+    trace_topic: Annotated[
+        str,
+        typer.Option("--trace-topic", "-t", callback=params.topic_name, help="Topic the traces are in"),
+    ] = TRACE_TOPIC,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Message trace of one message: Pub, SubBefore, SubAfter and EndTransaction records, oldest first
+    (mqadmin queryMsgTraceById)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    found = with_admin(where, lambda admin: admin.query_trace(msg_id.strip(), trace_topic))
+    rows = trace_rows(found)
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        out().print(f"no trace of message {msg_id.strip()} in topic {trace_topic}")
+        return
+    table = Table(title=f"Trace of {msg_id.strip()}")
+    for column in ("Type", "Time", "Group", "Client host", "Cost (ms)", "Status", "Topic", "Tags", "Keys"):
+        table.add_column(column)
+    for row in rows:
+        host = row["client_host"] or row["store_host"]
+        table.add_row(
+            *(
+                str(value)
+                for value in (
+                    row["type"], row["time"], row["group"], host, row["cost_ms"], row["status"],
+                    row["topic"], row["tags"], row["keys"],
+                )
+            )
+        )  # fmt: skip
+    out().print(table)

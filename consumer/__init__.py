@@ -36,8 +36,9 @@ Modules: ``config`` (Java's defaults), ``allocate`` (queue sharing), ``rebalance
 ``consume_concurrently`` / ``consume_orderly`` and ``queue_locks``, ``offset_store``, ``positioning`` (where a
 new queue starts), ``commands`` and ``broker_api`` (the requests), ``client`` and ``routes`` (routes,
 heartbeats), ``core``, ``push`` and ``lite_pull`` (the consumers), ``stats`` (pull and consume figures),
-``running_info`` / ``direct`` / ``diagnostics`` (answering operators' requests); ``testing`` runs a
-NameServer and Broker in-process for tests.
+``running_info`` / ``direct`` / ``diagnostics`` (answering operators' requests), ``trace`` (message trace:
+with ``enable_msg_trace=True`` the push consumer writes ``SubBefore``/``SubAfter`` records, as Java's
+``enableMsgTrace``); ``testing`` runs a NameServer and Broker in-process for tests.
 """
 
 from consumer.allocate import (

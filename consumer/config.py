@@ -56,6 +56,11 @@ class ConsumerConfig:
     client_ip: str | None = None
     #: Timeout of one request to a NameServer, and of the small requests to brokers (offsets, locks...).
     request_timeout_ms: float = 3000
+    #: Java's ``enableMsgTrace``: the push consumer writes ``SubBefore``/``SubAfter`` trace records, sent
+    #: asynchronously by an internal producer (``producer.trace``).
+    enable_msg_trace: bool = False
+    #: Java's ``customizedTraceTopic``; ``RMQ_SYS_TRACE_TOPIC`` when unset.
+    trace_topic: str | None = None
 
     # -- timers --------------------------------------------------------------------------------------------
     #: ``pollNameServerInterval``: how often subscribed topics' routes are fetched again.

@@ -39,7 +39,10 @@ from consumer.queue_locks import QueueLocks
 from consumer.queue_reader import QueueReader, ReaderHooks
 from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
 from consumer.subscription import tag_filter
+from consumer.trace import traced_handler
+from producer.config import ProducerConfig
 from producer.timers import run_periodically
+from producer.trace import TraceDispatcher
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.running_info import (
@@ -93,6 +96,8 @@ class PushConsumer:
         consume_workers: int | None = None,
         consume_batch_max_size: int | None = None,
         pull_batch_size: int | None = None,
+        enable_msg_trace: bool | None = None,
+        trace_topic: str | None = None,
     ) -> None:
         settings = merged_config(
             config,
@@ -104,6 +109,8 @@ class PushConsumer:
                 "consume_workers": consume_workers,
                 "consume_batch_max_size": consume_batch_max_size,
                 "pull_batch_size": pull_batch_size,
+                "enable_msg_trace": enable_msg_trace,
+                "trace_topic": trace_topic,
             },
         )
         self._core = ConsumerCore(
@@ -138,6 +145,7 @@ class PushConsumer:
         self._timers: list[asyncio.Task[None]] = []
         self._paused = False
         self._state = "created"
+        self._tracer: TraceDispatcher | None = None
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -217,6 +225,7 @@ class PushConsumer:
         }
         await core.open(handlers, core.subscriptions.topics)
         try:
+            await self._start_tracer()
             await self._start_parts()
         except BaseException:
             self._stop.set()
@@ -226,6 +235,7 @@ class PushConsumer:
             if self._service is not None:
                 await self._service.shutdown(0)
             self._state = "stopped"
+            await self._stop_tracer()
             await core.close()
             raise
         self._state = "running"
@@ -297,6 +307,7 @@ class PushConsumer:
             logger.exception("group %s: committing offsets at shutdown failed", core.wire_group)
         if self._orderly and core.model == MessageModel.CLUSTERING:
             await self._queue_locks().unlock(owned)
+        await self._stop_tracer()
         await core.client.unregister_all(core.wire_group)
         await core.close()
         self._readers.clear()
@@ -486,18 +497,58 @@ class PushConsumer:
         return [(queue, reader.pq) for queue, reader in self._readers.items()]
 
     def _wrapped_handler(self) -> Any:
-        """The user's handler, seeing topics and queues without the namespace."""
+        """The user's handler, seeing topics and queues without the namespace (and traced when enabled)."""
         handler = self._handler
         core = self._core
-        if not core.config.namespace:
-            return handler
+        if core.config.namespace:
+            inner = handler
 
-        async def call(messages: list[MessageExt], context: Any) -> ConsumeStatus | None:
-            context.message_queue = core.user_queue(context.message_queue)
-            assert handler is not None
-            return await handler(core.user_messages(messages), context)  # type: ignore[no-any-return]
+            async def call(messages: list[MessageExt], context: Any) -> ConsumeStatus | None:
+                context.message_queue = core.user_queue(context.message_queue)
+                assert inner is not None
+                return await inner(core.user_messages(messages), context)  # type: ignore[no-any-return]
 
-        return call
+            handler = call
+        if self._tracer is not None:
+            handler = traced_handler(handler, self._tracer, core.group, lambda: self.client_id)
+        return handler
+
+    # -- message trace -------------------------------------------------------------------------------------
+
+    @property
+    def trace_dispatcher(self) -> TraceDispatcher | None:
+        """The dispatcher writing this consumer's trace records, when ``enable_msg_trace`` is on."""
+        return self._tracer
+
+    async def _start_tracer(self) -> None:
+        config = self._core.config
+        if not config.enable_msg_trace:
+            return
+        tracer = TraceDispatcher(
+            self._core.namesrv_addresses,
+            self._core.wire_group,
+            trace_topic=config.trace_topic,
+            config=ProducerConfig(
+                access_key=config.access_key,
+                secret_key=config.secret_key,
+                security_token=config.security_token,
+                ssl=config.ssl,
+                client_ip=config.client_ip,
+                serialize_type=config.serialize_type,
+                version=config.version,
+            ),
+        )
+        try:
+            await tracer.start()
+        except Exception as exc:  # tracing never keeps the consumer from working
+            logger.warning("group %s: no message trace, its dispatcher failed: %s", self._core.group, exc)
+        else:
+            self._tracer = tracer
+
+    async def _stop_tracer(self) -> None:
+        tracer, self._tracer = self._tracer, None
+        if tracer is not None:
+            await tracer.shutdown()
 
     async def _send_back(self, message: MessageExt, queue: MessageQueue, delay_level: int) -> bool:
         core = self._core

@@ -11,7 +11,9 @@ drop-in for the official Python client's producer API::
 Modules: ``config`` (settings, Java's defaults), ``sender`` (requests and responses, no I/O), ``routes`` and
 ``namesrv`` (cluster metadata), ``fault`` (latency-based broker avoidance), ``flow_control`` (busy brokers:
 backoff and resending), ``heartbeat``, ``selectors`` (ordered sends), ``transaction``, ``blocking``,
-``compat``.
+``compat``, ``trace`` (message trace: ``enable_msg_trace=True`` writes a ``Pub`` record per sent message,
+and the transaction producer ``EndTransaction`` records, to ``RMQ_SYS_TRACE_TOPIC`` or ``trace_topic``, as
+Java's ``enableMsgTrace``/``customizedTraceTopic``; format in ``rocketmq_wire.trace``).
 """
 
 from producer.blocking import BlockingProducer, BlockingTransactionProducer
@@ -37,6 +39,7 @@ from producer.result import (
     TransactionSendResult,
 )
 from producer.selectors import QueueSelector, select_by_hash, select_random
+from producer.trace import TraceDispatcher
 from producer.transaction import LocalTransactionExecutor, TransactionChecker, TransactionProducer
 from rocketmq_wire.message import Message, MessageExt
 
@@ -63,6 +66,7 @@ __all__ = [
     "SendResult",
     "SendStatus",
     "SendTimeoutError",
+    "TraceDispatcher",
     "TransactionChecker",
     "TransactionProducer",
     "TransactionSendResult",

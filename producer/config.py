@@ -72,6 +72,12 @@ class ProducerConfig:
     #: The address put in the client id and unique message ids; found from the routing table if unset.
     client_ip: str | None = None
 
+    #: Java's ``enableMsgTrace``: write a trace record (``Pub``, ``EndTransaction``) for every send, sent
+    #: asynchronously by an internal producer (``producer.trace``).
+    enable_msg_trace: bool = False
+    #: Java's ``customizedTraceTopic``; ``RMQ_SYS_TRACE_TOPIC`` when unset.
+    trace_topic: str | None = None
+
     def __post_init__(self) -> None:
         if self.retry_times < 0:
             raise ValueError("retry_times must not be negative")

@@ -49,10 +49,12 @@ from producer.sender import (
     send_request,
 )
 from producer.timers import run_periodically
+from producer.trace import TraceDispatcher, now_ms
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.message import Message, PropertiesFlavour, UniqueIdGenerator
 from rocketmq_wire.topics import without_namespace, wrap_namespace
+from rocketmq_wire.trace import JAVA_NULL, TraceBean, TraceContext, TraceMessageType, TraceType
 from rocketmq_wire.transport import Connection, RemotingClient, RemotingError
 
 logger = logging.getLogger("producer")
@@ -93,6 +95,8 @@ class Producer:
         retry_times: int | None = None,
         send_latency_fault_enable: bool | None = None,
         serialize_type: SerializeType | None = None,
+        enable_msg_trace: bool | None = None,
+        trace_topic: str | None = None,
         rng: random.Random | None = None,
     ) -> None:
         overrides: dict[str, Any] = {
@@ -104,6 +108,8 @@ class Producer:
             "retry_times": retry_times,
             "send_latency_fault_enable": send_latency_fault_enable,
             "serialize_type": serialize_type,
+            "enable_msg_trace": enable_msg_trace,
+            "trace_topic": trace_topic,
         }
         base = config or ProducerConfig()
         self.config = dataclasses.replace(base, **{k: v for k, v in overrides.items() if v is not None})
@@ -124,6 +130,7 @@ class Producer:
         self._timers: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
         self._busy_listeners: list[BusyListener] = []
+        self._tracer: TraceDispatcher | None = None
         self.client_id = ""
 
     # -- lifecycle -------------------------------------------------------------------------------------
@@ -175,6 +182,16 @@ class Producer:
             ),
         ]
         self._state = _State.RUNNING
+        if config.enable_msg_trace:
+            tracer = TraceDispatcher(
+                self.namesrv_addresses, self.wire_group, trace_topic=config.trace_topic, config=config
+            )
+            try:
+                await tracer.start()
+            except Exception as exc:  # tracing never keeps the producer from working
+                logger.warning("producer %s: no message trace, its dispatcher failed: %s", self.group, exc)
+            else:
+                self._tracer = tracer
         logger.info(
             "producer %s started as client %s (NameServers %s)",
             self.wire_group,
@@ -188,6 +205,9 @@ class Producer:
             self._state = _State.STOPPED
             return
         self._state = _State.STOPPED
+        if self._tracer is not None:
+            await self._tracer.shutdown()
+            self._tracer = None
         self._stop.set()
         await asyncio.gather(*self._timers, return_exceptions=True)
         for task in list(self._background):
@@ -220,10 +240,13 @@ class Producer:
         elsewhere, since that would break the order.
         """
         prepared = self._prepare(message, self._extra_properties(message))
+        begin = now_ms()
         result = await self._dispatch(
             prepared, message, queue, selector, arg, sharding_key, timeout_ms, False
         )
         assert result is not None
+        if self._tracer is not None:
+            self._trace_pub([message], result, [result.msg_id], begin, prepared.topic)
         return result
 
     async def send_oneway(
@@ -263,8 +286,11 @@ class Producer:
             max_message_size=self.config.max_message_size,
             batch_unique_id=batch_id,
         )
+        begin = now_ms()
         result = await self._dispatch(prepared, messages[0], queue, None, None, None, timeout_ms, False)
         assert result is not None
+        if self._tracer is not None:
+            self._trace_pub(list(messages), result, unique_ids, begin, wire_topic)
         return result
 
     async def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
@@ -278,6 +304,60 @@ class Producer:
         if self._heartbeat is None or self._routes is None:
             return 0
         return await self._heartbeat.beat_all(self._routes.master_addresses())
+
+    # -- message trace -----------------------------------------------------------------------------------
+
+    @property
+    def trace_dispatcher(self) -> TraceDispatcher | None:
+        """The dispatcher writing this producer's trace records, when ``enable_msg_trace`` is on."""
+        return self._tracer
+
+    def _trace_pub(
+        self,
+        messages: Sequence[Message],
+        result: SendResult,
+        msg_ids: Sequence[str],
+        begin_ms: int,
+        wire_topic: str,
+        msg_type: TraceMessageType | None = None,
+    ) -> None:
+        """Queue a ``Pub`` record per message sent (Java's ``SendMessageTraceHookImpl``); never raises."""
+        tracer = self._tracer
+        if tracer is None or wire_topic.startswith(tracer.trace_topic) or not result.trace_on:
+            return
+        try:
+            cost = now_ms() - begin_ms
+            addr = self._route_table().broker_addresses().get(result.message_queue.broker_name, {}).get(0, "")
+            offset_ids = (result.offset_msg_id or "").split(",")
+            for index, (message, msg_id) in enumerate(zip(messages, msg_ids, strict=False)):
+                kind = msg_type
+                if kind is None:
+                    delayed = message.delay_level > 0
+                    kind = TraceMessageType.DELAY if delayed else TraceMessageType.NORMAL
+                bean = TraceBean(
+                    topic=message.topic,
+                    msg_id=msg_id,
+                    offset_msg_id=offset_ids[index] if index < len(offset_ids) else "",
+                    tags=message.tags if message.tags is not None else JAVA_NULL,
+                    keys=" ".join(message.keys) if message.keys else JAVA_NULL,
+                    store_host=addr,
+                    client_host=self.client_id.split("@")[0],
+                    body_length=len(message.body),
+                    msg_type=kind,
+                )
+                tracer.append(
+                    TraceContext(
+                        TraceType.PUB,
+                        timestamp=begin_ms,
+                        region_id=result.region_id,
+                        group_name=self.group,
+                        cost_time=cost,
+                        success=result.status is SendStatus.SEND_OK,
+                        beans=[bean],
+                    )
+                )
+        except Exception:
+            logger.exception("producer %s: writing a trace record failed", self.group)
 
     # -- hooks for subclasses ----------------------------------------------------------------------------
 

@@ -18,6 +18,7 @@ from typing import Any
 from producer.errors import ProducerError
 from producer.producer import Producer, ServerRequestHandler
 from producer.result import LocalTransactionState, SendResult, SendStatus, TransactionSendResult
+from producer.trace import now_ms
 from rocketmq_wire.codes import MQVersion, RequestCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
@@ -29,6 +30,7 @@ from rocketmq_wire.headers.transaction import (
 from rocketmq_wire.message import Message, MessageExt, decode_message, decode_offset_msg_id
 from rocketmq_wire.message import const as props
 from rocketmq_wire.topics import without_namespace
+from rocketmq_wire.trace import JAVA_NULL, TraceBean, TraceContext, TraceMessageType, TraceType
 from rocketmq_wire.transport import Connection
 
 logger = logging.getLogger("producer.transaction")
@@ -146,7 +148,7 @@ class TransactionProducer(Producer):
         if state is not LocalTransactionState.COMMIT_MESSAGE:
             logger.info("local transaction of message %s: %s", result.msg_id, state.name)
         try:
-            await self.end_transaction(result, state, error)
+            await self.end_transaction(result, state, error, message=message)
         except Exception as exc:  # the broker will check back; the send itself succeeded
             logger.warning(
                 "could not send the verdict on message %s (%s); the broker will ask", result.msg_id, exc
@@ -158,14 +160,26 @@ class TransactionProducer(Producer):
         if message.delay_level:
             message = dataclasses.replace(message, delay_level=0)
         prepared = self._prepare(message, {props.TRAN_MSG: "true", props.PGROUP: self.wire_group})
+        begin = now_ms()
         result = await self._dispatch(prepared, message, None, None, None, None, None, False)
         assert result is not None
+        if self._tracer is not None:
+            self._trace_pub(
+                [message], result, [result.msg_id], begin, prepared.topic, TraceMessageType.TRANS_HALF
+            )
         return result
 
     async def end_transaction(
-        self, result: SendResult, state: LocalTransactionState, error: BaseException | None = None
+        self,
+        result: SendResult,
+        state: LocalTransactionState,
+        error: BaseException | None = None,
+        *,
+        message: Message | None = None,
     ) -> None:
-        """Step three on its own: END_TRANSACTION (oneway) to the broker holding the half message."""
+        """Step three on its own: END_TRANSACTION (oneway) to the broker holding the half message.
+
+        With message trace on, an ``EndTransaction`` record is written (tags and keys from ``message``)."""
         self._check_running()
         broker_name = result.message_queue.broker_name
         addr = self._route_table().master_address(broker_name)
@@ -180,6 +194,47 @@ class TransactionProducer(Producer):
             error=error,
         )
         await self._rpc_client().invoke_oneway(addr, cmd, self.config.send_timeout_ms)
+        self._trace_end(
+            result.message_queue.topic,
+            result.msg_id,
+            message.tags if message is not None else None,
+            message.keys if message is not None else [],
+            addr,
+            result.transaction_id,
+            state,
+            from_check=False,
+        )
+
+    def _trace_end(
+        self,
+        topic: str,
+        msg_id: str,
+        tags: str | None,
+        keys: Sequence[str],
+        store_host: str,
+        transaction_id: str | None,
+        state: LocalTransactionState,
+        *,
+        from_check: bool,
+    ) -> None:
+        """Queue an ``EndTransaction`` record (Java's ``EndTransactionTraceHookImpl``); never raises."""
+        tracer = self._tracer
+        if tracer is None:
+            return
+        bean = TraceBean(
+            topic=topic,
+            msg_id=msg_id,
+            tags=tags if tags is not None else JAVA_NULL,
+            keys=" ".join(keys) if keys else JAVA_NULL,
+            store_host=store_host,
+            msg_type=TraceMessageType.TRANS_COMMIT,
+            transaction_id=transaction_id if transaction_id is not None else JAVA_NULL,
+            transaction_state=state.value,
+            from_transaction_check=from_check,
+        )
+        tracer.append(
+            TraceContext(TraceType.END_TRANSACTION, timestamp=now_ms(), group_name=self.group, beans=[bean])
+        )
 
     # -- the broker's check -------------------------------------------------------------------------------
 
@@ -235,6 +290,17 @@ class TransactionProducer(Producer):
             await self._rpc_client().oneway_on(conn, cmd)
         except Exception as exc:
             logger.warning("could not answer the transaction check of %s: %s", message.unique_id, exc)
+            return
+        self._trace_end(
+            message.topic,
+            message.unique_id or message.msg_id,
+            message.tags,
+            message.keys,
+            conn.remote_address,
+            check.transaction_id,
+            state,
+            from_check=True,
+        )
 
 
 async def run_checker(checker: TransactionChecker, message: MessageExt) -> object:
