@@ -93,8 +93,8 @@ final class Consume {
 
     static int push(final Options o) throws Exception {
         final int expected = o.integer("count");
-        final DefaultMQPushConsumer consumer =
-            new DefaultMQPushConsumer(o.get("group"), Peer.rpcHook(o), new AllocateMessageQueueAveragely());
+        final DefaultMQPushConsumer consumer = new DefaultMQPushConsumer(o.get("group"), Peer.rpcHook(o),
+            new AllocateMessageQueueAveragely(), Peer.traced(o), o.get("trace-topic"));
         Peer.configure(consumer, o);
         consumer.setConsumeFromWhere(from(o));
         // Shutdown waits for listener calls in flight, so the offset of the last message counted is updated
@@ -175,6 +175,7 @@ final class Consume {
             Peer.out.emit("timeout", Json.obj().with("after_s", timeout).with("stage", "consume")
                 .with("count", Peer.PROGRESS.count.get()).with("expected", expected));
         }
+        Peer.awaitTraces(o);
         return Peer.finish(o, shutdown, started, complete ? Peer.EXIT_OK : Peer.EXIT_TIMEOUT);
     }
 

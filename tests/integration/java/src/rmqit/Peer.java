@@ -177,6 +177,11 @@ public final class Peer {
         o.value("access-key", null);
         o.value("secret-key", "");
         o.value("namespace", null);
+        if (command.startsWith("send-") || "push-consume".equals(command)) {
+            // enableMsgTrace: the client writes trace records (Pub, EndTransaction, SubBefore, SubAfter).
+            o.flag("trace");
+            o.value("trace-topic", null);
+        }
         if (command.startsWith("send-")) {
             if (!Send.COMMANDS.contains(command)) {
                 throw new Options.UsageError("unknown command " + command);
@@ -348,6 +353,24 @@ public final class Peer {
     }
 
     /** Shuts the client down (within {@code --shutdown-timeout}) and prints the {@code done} line. */
+    /** Whether {@code --trace} asks for message trace (the client's own enableMsgTrace). */
+    static boolean traced(Options o) {
+        return o.has("trace") && o.flagged("trace");
+    }
+
+    /**
+     * The trace dispatcher sends its records in the background (5.x gathers them for about 3 s first); a run
+     * with {@code --trace} waits a little before shutting down so that the last records leave the process.
+     */
+    static void awaitTraces(Options o) throws InterruptedException {
+        if (traced(o)) {
+            PROGRESS.stage = "trace-flush";
+            Thread.sleep(TRACE_FLUSH_MILLIS);
+        }
+    }
+
+    static final long TRACE_FLUSH_MILLIS = 8000;
+
     static int finish(Options o, Runnable shutdown, long startedNanos, int code) throws Options.UsageError {
         PROGRESS.stage = "shutdown";
         double allowance = o.seconds("shutdown-timeout");

@@ -97,7 +97,9 @@ final class Send {
             for (String one : o.get("check-state").split(",")) {
                 answers.add(state(one, "check-state"));
             }
-            TransactionMQProducer tx = new TransactionMQProducer(o.get("group"), Peer.rpcHook(o));
+            TransactionMQProducer tx = Peer.traced(o)
+                ? new TransactionMQProducer(null, o.get("group"), Peer.rpcHook(o), true, o.get("trace-topic"))
+                : new TransactionMQProducer(o.get("group"), Peer.rpcHook(o));
             tx.setTransactionListener(new TransactionListener() {
                 @Override
                 public LocalTransactionState executeLocalTransaction(Message msg, Object arg) {
@@ -117,7 +119,9 @@ final class Send {
             });
             producer = tx;
         } else {
-            producer = new DefaultMQProducer(o.get("group"), Peer.rpcHook(o));
+            producer = Peer.traced(o)
+                ? new DefaultMQProducer(o.get("group"), Peer.rpcHook(o), true, o.get("trace-topic"))
+                : new DefaultMQProducer(o.get("group"), Peer.rpcHook(o));
         }
         Peer.configure(producer, o);
         producer.setSendMsgTimeout(sendTimeout);
@@ -165,6 +169,7 @@ final class Send {
                 Thread.sleep((long) (linger * 1000));
             }
         }
+        Peer.awaitTraces(o);
         return Peer.finish(o, shutdown, startedNanos, code);
     }
 
