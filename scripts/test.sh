@@ -38,4 +38,5 @@ echo "== ruff"
 echo "== mypy"
 .venv/bin/mypy
 echo "== pytest"
-.venv/bin/pytest -q -p no:cacheprovider "$@"
+# The slowest tests are listed at the end: CI must stay short, and this says where its time goes.
+.venv/bin/pytest -q -p no:cacheprovider --durations=25 "$@"
