@@ -202,7 +202,7 @@ def readable_queues(route: TopicRouteData, topic: str) -> list[MessageQueue]:
     for data in route.queue_datas:
         if data.perm & PERM_READ:
             queues.extend(
-                MessageQueue(topic=topic, broker_name=data.broker_name, queue_id=i)
+                MessageQueue(topic=topic, broker_name=data.broker_name or "", queue_id=i)
                 for i in range(data.read_queue_nums)
             )
     return sorted_queues(queues)

@@ -49,7 +49,7 @@ async def consume_directly(
     handler: Handler, message: MessageExt, *, group: str, broker_name: str | None, orderly: bool
 ) -> ConsumeMessageDirectlyResult:
     """Call ``handler`` on ``message`` alone and report the outcome (Java's ``consumeMessageDirectly``)."""
-    queue = MessageQueue(topic=message.topic, broker_name=broker_name, queue_id=message.queue_id)
+    queue = MessageQueue(topic=message.topic, broker_name=broker_name or "", queue_id=message.queue_id)
     restore_retry_topic(message, group)
     context: ConsumeConcurrentlyContext | ConsumeOrderlyContext
     if orderly:

@@ -33,7 +33,7 @@ from producer.flow_control import Backoff, BusyAnswer, BusyListener, BusyRefusal
 from producer.heartbeat import HeartbeatSender
 from producer.identity import check_ip, client_id, default_instance_name, local_ip
 from producer.namesrv import NameServerClient, parse_namesrv_list
-from producer.result import MessageQueue, SendResult, SendStatus
+from producer.result import SendResult, SendStatus
 from producer.routes import RouteTable, TopicPublishInfo
 from producer.rpc import ProducerRpc
 from producer.selectors import QueueSelector, select_by_hash
@@ -50,6 +50,7 @@ from producer.sender import (
 )
 from producer.timers import run_periodically
 from producer.trace import TraceDispatcher, now_ms
+from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.message import Message, PropertiesFlavour, UniqueIdGenerator

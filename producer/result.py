@@ -1,11 +1,24 @@
-"""What a send returns, named as in Java's client so results read the same in logs and dashboards."""
+"""What a send returns, named as in Java's client so results read the same in logs and dashboards.
+
+``MessageQueue`` is re-exported from :mod:`rocketmq_wire.bodies.message_queue`, its one definition, so a
+queue from a send result is the very type the consumers and the admin bodies use.
+"""
 
 from __future__ import annotations
 
 import dataclasses
 import enum
 
+from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import ResponseCode
+
+__all__ = [
+    "LocalTransactionState",
+    "MessageQueue",
+    "SendResult",
+    "SendStatus",
+    "TransactionSendResult",
+]
 
 
 class SendStatus(enum.Enum):
@@ -28,18 +41,6 @@ _STATUS_BY_CODE: dict[int, SendStatus] = {
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
     ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
 }
-
-
-@dataclasses.dataclass(frozen=True, slots=True, order=True)
-class MessageQueue:
-    """One queue of a topic on one broker; ordering follows Java's ``compareTo`` (topic, broker, id)."""
-
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def __str__(self) -> str:
-        return f"MessageQueue [topic={self.topic}, brokerName={self.broker_name}, queueId={self.queue_id}]"
 
 
 @dataclasses.dataclass(frozen=True, slots=True)

@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterable
 
 from producer.errors import NoRouteError
 from producer.namesrv import NameServerClient
-from producer.result import MessageQueue
+from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
 from rocketmq_wire.perm import is_writeable
 

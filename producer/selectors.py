@@ -11,7 +11,7 @@ import random
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from producer.result import MessageQueue
+from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.javahash import java_string_hash
 from rocketmq_wire.message import Message
 

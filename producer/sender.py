@@ -15,7 +15,8 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from producer.errors import BrokerError, MessageTooLargeError, MessageValidationError
-from producer.result import MessageQueue, SendResult, SendStatus
+from producer.result import SendResult, SendStatus
+from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
