@@ -1,9 +1,11 @@
 """The asyncio producer: routes, queue choice, retries and the send itself.
 
-One :class:`Producer` owns everything it uses -- its remoting client (so its connections and opaque counter),
-route cache, latency table, unique-id generator and timers -- so any number of producers can share a process
-and an event loop without seeing each other. Concurrent ``send`` calls share the broker connection; the
-transport matches answers to requests by opaque, so they are pipelined.
+A :class:`Producer` owns its publish routes, latency table and unique-id generator; its connections,
+NameServer client, broker table and heartbeats belong to the client instance of its client id
+(``producer.instance``), shared with the other producers and consumers of that id on the event loop as in
+Java. By default every producer has a client id of its own (``<pid>#<nanoseconds>`` instance name), so
+producers share an instance only when given the same ``instance_name``. Concurrent ``send`` calls share the
+broker connection; the transport matches answers to requests by opaque, so they are pipelined.
 """
 
 from __future__ import annotations
@@ -30,9 +32,9 @@ from producer.errors import (
 )
 from producer.fault import LatencyFaultTolerance
 from producer.flow_control import Backoff, BusyAnswer, BusyListener, BusyRefusals, is_busy_answer
-from producer.heartbeat import HeartbeatSender
 from producer.identity import check_ip, client_id, default_instance_name, local_ip
-from producer.namesrv import NameServerClient, parse_namesrv_list
+from producer.instance import ClientInstance, InstanceSettings, Member, MemberKind, join_instance
+from producer.namesrv import parse_namesrv_list
 from producer.result import SendResult, SendStatus
 from producer.routes import RouteTable, TopicPublishInfo
 from producer.rpc import ProducerRpc
@@ -48,15 +50,15 @@ from producer.sender import (
     properties_flavour,
     send_request,
 )
-from producer.timers import run_periodically
 from producer.trace import TraceDispatcher, now_ms
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.message import Message, PropertiesFlavour, UniqueIdGenerator
 from rocketmq_wire.topics import without_namespace, wrap_namespace
 from rocketmq_wire.trace import JAVA_NULL, TraceBean, TraceContext, TraceMessageType, TraceType
-from rocketmq_wire.transport import Connection, RemotingClient, RemotingError
+from rocketmq_wire.transport import Connection, RemotingError
 
 logger = logging.getLogger("producer")
 
@@ -121,15 +123,12 @@ class Producer:
         self._rng = rng or random.Random()
         self._flavour = properties_flavour(self.config.version)
         self._state = _State.CREATED
-        self._client: RemotingClient | None = None
+        self._instance: ClientInstance | None = None
+        self._member: Member | None = None
         self._rpc: ProducerRpc | None = None
         self._routes: RouteTable | None = None
-        self._heartbeat: HeartbeatSender | None = None
         self._ids: UniqueIdGenerator | None = None
         self._fault = LatencyFaultTolerance()
-        self._stop = asyncio.Event()
-        self._timers: list[asyncio.Task[None]] = []
-        self._background: set[asyncio.Task[Any]] = set()
         self._busy_listeners: list[BusyListener] = []
         self._tracer: TraceDispatcher | None = None
         self.client_id = ""
@@ -150,38 +149,40 @@ class Producer:
         return self._state is _State.RUNNING
 
     async def start(self) -> None:
-        """Set up the client and start the route-refresh and heartbeat timers; connects lazily."""
+        """Join the client instance of this producer's client id (creating it, with its route-refresh and
+        heartbeat timers, if this is its first member); connects lazily.
+
+        Raises :class:`~producer.instance.DuplicateGroupError` when a producer of the same group is already
+        on that instance (same ``instance_name``), as Java refuses it.
+        """
         if self._state is not _State.CREATED:
             raise ProducerStateError(f"the producer was already started ({self._state.value})")
         config = self.config
         ip = check_ip(config.client_ip) if config.client_ip else local_ip()
-        self.client_id = client_id(ip, config.instance_name or default_instance_name())
+        member = Member(
+            MemberKind.PRODUCER,
+            self.wire_group,
+            handlers=self._server_request_handlers(),
+            topics=self._route_topics,
+            on_route=self._on_route,
+        )
+        instance = join_instance(
+            client_id(ip, config.instance_name or default_instance_name()),
+            self.namesrv_addresses,
+            InstanceSettings.of_producer(config),
+            member,
+            rng=self._rng,
+        )
+        self.client_id = instance.client_id
+        self._instance, self._member = instance, member
         self._ids = UniqueIdGenerator(ip)
-        self._client = RemotingClient(ssl=config.ssl, handlers=self._server_request_handlers())
-        self._rpc = ProducerRpc(self._client, config)
-        namesrv = NameServerClient(self._rpc, self.namesrv_addresses, config.namesrv_timeout_ms, self._rng)
+        self._rpc = instance.member_rpc(config)
         self._routes = RouteTable(
-            namesrv,
+            instance,
             create_topic_key=config.create_topic_key,
             default_topic_queue_nums=config.default_topic_queue_nums,
             rng=self._rng,
-            on_new_broker=self._on_new_broker,
         )
-        self._heartbeat = HeartbeatSender(
-            self._rpc, self.client_id, self.wire_group, config.send_timeout_ms, config.version
-        )
-        self._stop.clear()
-        loop = asyncio.get_running_loop()
-        self._timers = [
-            loop.create_task(
-                run_periodically(
-                    config.poll_namesrv_interval_ms, self._routes.refresh_all, "route refresh", self._stop
-                )
-            ),
-            loop.create_task(
-                run_periodically(config.heartbeat_interval_ms, self.send_heartbeats, "heartbeat", self._stop)
-            ),
-        ]
         self._state = _State.RUNNING
         if config.enable_msg_trace:
             tracer = TraceDispatcher(
@@ -201,7 +202,8 @@ class Producer:
         )
 
     async def shutdown(self) -> None:
-        """Stop the timers, unregister from every broker, close connections; idempotent."""
+        """Leave the client instance (UNREGISTER_CLIENT for the group at every broker; the instance closes its
+        connections and timers when this was its last member); idempotent."""
         if self._state is not _State.RUNNING:
             self._state = _State.STOPPED
             return
@@ -209,16 +211,9 @@ class Producer:
         if self._tracer is not None:
             await self._tracer.shutdown()
             self._tracer = None
-        self._stop.set()
-        await asyncio.gather(*self._timers, return_exceptions=True)
-        for task in list(self._background):
-            task.cancel()
-        await asyncio.gather(*self._background, return_exceptions=True)
-        assert self._routes is not None and self._heartbeat is not None and self._client is not None
+        assert self._routes is not None and self._instance is not None and self._member is not None
         await self._routes.close()
-        addresses = [addr for addrs in self._routes.broker_addresses().values() for addr in addrs.values()]
-        await self._heartbeat.unregister(addresses)
-        await self._client.close()
+        await self._instance.leave(self._member)
         logger.info("producer %s (client %s) shut down", self.wire_group, self.client_id)
 
     # -- public sending API ----------------------------------------------------------------------------
@@ -301,10 +296,11 @@ class Producer:
         return [self._user_queue(q) for q in info.queues]
 
     async def send_heartbeats(self) -> int:
-        """Heartbeat every master broker now (the timer does this every 30 s); returns how many accepted."""
-        if self._heartbeat is None or self._routes is None:
+        """Heartbeat every master broker now (the instance's timer does this every 30 s), for every group of
+        the client instance; returns how many accepted."""
+        if self._instance is None or self._instance.closed:
             return 0
-        return await self._heartbeat.beat_all(self._routes.master_addresses())
+        return await self._instance.send_heartbeats()
 
     # -- message trace -----------------------------------------------------------------------------------
 
@@ -411,12 +407,13 @@ class Producer:
             extra_properties=extra,
         )
 
-    def _on_new_broker(self, addr: str) -> None:
-        if self._heartbeat is None or self._state is not _State.RUNNING:
-            return
-        task = asyncio.get_running_loop().create_task(self._heartbeat.beat(addr))
-        self._background.add(task)
-        task.add_done_callback(self._background.discard)
+    def _route_topics(self) -> list[str]:
+        """The topics whose routes the instance's periodic refresh fetches for this producer."""
+        return self._routes.topics if self._routes is not None else []
+
+    def _on_route(self, topic: str, route: TopicRouteData | None) -> None:
+        if self._routes is not None:
+            self._routes.on_route(topic, route)
 
     async def _dispatch(
         self,

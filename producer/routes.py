@@ -1,7 +1,8 @@
 """The producer's view of the cluster: which queues a topic has on which brokers, and where brokers are.
 
-Routes come from the NameServers, are cached per topic and refreshed on a timer (and after send failures), as
-Java's ``MQClientInstance`` does. A topic the NameServers do not know yet is sent along the route of the
+Routes come from the NameServers through the producer's client instance (``producer.instance``), are
+cached per topic and refreshed on the instance's timer (and after send failures), as Java's
+``MQClientInstance`` does. A topic the NameServers do not know yet is sent along the route of the
 auto-create key topic (TBW102), with at most ``defaultTopicQueueNums`` queues per broker: a broker that allows
 auto-creation then creates the topic on first write.
 """
@@ -12,13 +13,16 @@ import asyncio
 import dataclasses
 import logging
 import random
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from producer.errors import NoRouteError
-from producer.namesrv import NameServerClient
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
 from rocketmq_wire.perm import is_writeable
+
+if TYPE_CHECKING:
+    from producer.instance import ClientInstance
 
 logger = logging.getLogger("producer.routes")
 
@@ -144,29 +148,26 @@ def _same_route(a: TopicRouteData | None, b: TopicRouteData) -> bool:
 
 
 class RouteTable:
-    """Cached publish routes per topic and master addresses per broker name, fed by a NameServer client.
+    """One producer's publish routes per topic (Java's ``topicPublishInfoTable``), over its client instance.
 
-    ``on_new_broker(addr)`` is called for each broker address seen for the first time, so the producer can
-    introduce itself (heartbeat) before its first send there.
+    Routes are fetched through the :class:`~producer.instance.ClientInstance` the producer is on, which holds
+    the one topic route and broker address table of the client id, heartbeats brokers it learns of, and hands
+    the producer every route its periodic refresh fetches (:meth:`on_route`).
     """
 
     def __init__(
         self,
-        namesrv: NameServerClient,
+        instance: ClientInstance,
         *,
         create_topic_key: str,
         default_topic_queue_nums: int,
         rng: random.Random,
-        on_new_broker: Callable[[str], None] | None = None,
     ) -> None:
-        self._namesrv = namesrv
+        self._instance = instance
         self._create_topic_key = create_topic_key
         self._default_queue_nums = default_topic_queue_nums
         self._rng = rng
-        self._on_new_broker = on_new_broker
         self._publish: dict[str, TopicPublishInfo] = {}
-        self._routes: dict[str, TopicRouteData] = {}
-        self._brokers: dict[str, dict[int, str]] = {}
         self._inflight: dict[str, asyncio.Task[TopicPublishInfo]] = {}
 
     # -- reading ----------------------------------------------------------------------------------------
@@ -179,14 +180,14 @@ class RouteTable:
         return self._publish.get(topic)
 
     def master_address(self, broker_name: str) -> str | None:
-        return self._brokers.get(broker_name, {}).get(MASTER_ID)
+        return self._instance.address(broker_name, MASTER_ID)
 
     def broker_addresses(self) -> dict[str, dict[int, str]]:
-        """Every broker seen in any route: name -> {broker id: address}."""
-        return {name: dict(addrs) for name, addrs in self._brokers.items()}
+        """Every broker seen in any route of the instance: name -> {broker id: address}."""
+        return self._instance.broker_addresses()
 
     def master_addresses(self) -> list[str]:
-        return [addrs[MASTER_ID] for addrs in self._brokers.values() if MASTER_ID in addrs]
+        return self._instance.master_addresses()
 
     # -- fetching ---------------------------------------------------------------------------------------
 
@@ -216,13 +217,11 @@ class RouteTable:
         self._inflight[topic] = task
         task.add_done_callback(lambda done: self._fetch_done(topic, done))
 
-    async def refresh_all(self) -> None:
-        """One round of the periodic refresh: every topic this producer has sent to."""
-        for topic in list(self._publish):
-            try:
-                await self.refresh(topic)
-            except Exception as exc:  # a failed round must not stop the timer; the next one retries
-                logger.warning("route refresh of topic %s failed: %s", topic, exc)
+    def on_route(self, topic: str, route: TopicRouteData | None) -> None:
+        """A route the instance's periodic refresh fetched; a topic the NameServers do not know (yet) keeps
+        the queues it has, as Java's producer keeps its publish info when the look-up fails."""
+        if route is not None:
+            self._install(topic, route, from_default=False)
 
     async def close(self) -> None:
         tasks = list(self._inflight.values())
@@ -239,10 +238,10 @@ class RouteTable:
             logger.debug("route fetch of topic %s failed: %s", topic, task.exception())
 
     async def _fetch(self, topic: str) -> TopicPublishInfo:
-        route = await self._namesrv.get_route(topic)
+        route = await self._instance.fetch_route(topic)
         from_default = False
         if route is None:
-            default = await self._namesrv.get_route(self._create_topic_key)
+            default = await self._instance.fetch_route(self._create_topic_key)
             if default is None:
                 raise NoRouteError(
                     f"no route for topic {topic!r}, nor for the auto-create key {self._create_topic_key!r}"
@@ -252,14 +251,12 @@ class RouteTable:
         return self._install(topic, route, from_default)
 
     def _install(self, topic: str, route: TopicRouteData, from_default: bool) -> TopicPublishInfo:
-        self._learn_brokers(_broker_datas_iter(route))
         current = self._publish.get(topic)
-        if current is not None and _same_route(self._routes.get(topic), route):
+        if current is not None and _same_route(current.route, route):
             return current
         info = publish_info_from_route(topic, route, self._rng)
         if current is not None:
             logger.info("route of topic %s changed: %d writable queues", topic, len(info.queues))
-        self._routes[topic] = route
         self._publish[topic] = info
         if from_default:
             logger.info(
@@ -268,18 +265,3 @@ class RouteTable:
                 self._create_topic_key,
             )
         return info
-
-    def _learn_brokers(self, brokers: Iterable[tuple[str, dict[int, str]]]) -> None:
-        for name, addrs in brokers:
-            known = self._brokers.get(name, {})
-            new = [addr for broker_id, addr in addrs.items() if known.get(broker_id) != addr]
-            self._brokers[name] = dict(addrs)
-            if self._on_new_broker is not None:
-                for addr in new:
-                    self._on_new_broker(addr)
-
-
-def _broker_datas_iter(route: TopicRouteData) -> Iterable[tuple[str, dict[int, str]]]:
-    for data in route.broker_datas:
-        if data.broker_name is not None:
-            yield data.broker_name, dict(data.broker_addrs)

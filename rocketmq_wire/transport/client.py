@@ -77,6 +77,10 @@ class RemotingClient:
         """Serve requests with ``code`` that servers send to this client."""
         self._dispatcher.register(code, handler, ordered=ordered)
 
+    def unregister(self, code: int) -> None:
+        """Stop serving ``code``; servers sending it are told it is not supported, as before registering."""
+        self._dispatcher.unregister(code)
+
     def on_connection_opened(self, listener: ConnectionListener) -> None:
         self._opened.add(listener)
 

@@ -138,6 +138,11 @@ class RequestDispatcher:
         refuses) each request of that code on arrival and again when its handler is about to start."""
         self._handlers[int(code)] = _Registration(handler, ordered, gate)
 
+    def unregister(self, code: int) -> None:
+        """Stop serving ``code``: it is answered REQUEST_CODE_NOT_SUPPORTED again (a client whose last
+        producer or consumer that served it has left)."""
+        self._handlers.pop(int(code), None)
+
     def register_default(self, handler: Handler | None, *, ordered: bool = False) -> None:
         """Handle every unregistered code (Java's default processor); ``None`` restores NOT_SUPPORTED."""
         self._default = None if handler is None else _Registration(handler, ordered)

@@ -118,7 +118,7 @@ async def test_two_producers_in_one_process_share_nothing() -> None:
             await one._route_table().refresh(TOPIC)
             one_queues = {q.broker_name for q in await one.fetch_publish_queues(TOPIC)}
             two_queues = {q.broker_name for q in await two.fetch_publish_queues(TOPIC)}
-            assert one._client is not two._client
+            assert one._instance is not two._instance
             await one.shutdown()
             after = await two.send(Message(TOPIC, b"still works"))
     assert one.client_id != two.client_id

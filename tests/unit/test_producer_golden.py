@@ -10,14 +10,12 @@ and order, the properties string layout, the compression flag and compressed bod
 from __future__ import annotations
 
 import zlib
-from typing import cast
 
 import pytest
 
-from producer.heartbeat import HeartbeatSender, heartbeat_request, unregister_request
+from producer.heartbeat import heartbeat_body, heartbeat_request, unregister_request
 from producer.namesrv import route_request
 from producer.result import LocalTransactionState, MessageQueue, SendResult, SendStatus
-from producer.rpc import ProducerRpc
 from producer.sender import prepare_batch, prepare_message, properties_flavour, send_request
 from producer.transaction import end_transaction_request
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
@@ -188,9 +186,9 @@ def test_both_verdicts_were_captured() -> None:
     assert verdicts == {"8", "12"}
 
 
-def body_only_sender(client_id: str, group: str, version: int) -> HeartbeatSender:
-    """A heartbeat sender used only for its body (it never sends, so it needs no connection)."""
-    return HeartbeatSender(cast(ProducerRpc, None), client_id, group, 3000, version)
+def one_producer_body(client_id: str, group: str, version: int) -> bytes:
+    """The heartbeat body of a client instance whose only member is a producer of ``group``."""
+    return heartbeat_body(client_id, [group], [], version)
 
 
 def producer_heartbeats() -> list[GoldenFrame]:
@@ -207,20 +205,20 @@ def test_heartbeat_is_byte_identical_to_javas(frame: GoldenFrame) -> None:
     data = HeartbeatData.from_json(golden.body)
     groups = [p.group_name for p in data.producer_data_set if p.group_name != "CLIENT_INNER_PRODUCER"]
     assert data.client_id is not None and len(groups) == 1 and groups[0] is not None
-    sender = body_only_sender(data.client_id, groups[0], golden.version)
-    assert sender.body() == golden.body
-    assert stamp(heartbeat_request(sender.body(), golden.version), golden) == frame.frame
+    body = one_producer_body(data.client_id, groups[0], golden.version)
+    assert body == golden.body
+    assert stamp(heartbeat_request(body, golden.version), golden) == frame.frame
 
 
 def test_a_4x_producer_heartbeat_has_the_4x_layout() -> None:
-    sender = body_only_sender("192.0.2.2@1#2", "G", 409)
+    body = one_producer_body("192.0.2.2@1#2", "G", 409)
     java_498_keys = [
         f.body[: f.body.index(b":")]
         for f in java_frames(RequestCode.HEART_BEAT)
         if f.capture.startswith("java498")
     ]
     assert java_498_keys and all(k == b'{"clientID"' for k in java_498_keys)
-    text = sender.body().decode()
+    text = body.decode()
     assert text == (
         '{"clientID":"192.0.2.2@1#2","consumerDataSet":[],'
         '"producerDataSet":[{"groupName":"CLIENT_INNER_PRODUCER"},{"groupName":"G"}]}'
