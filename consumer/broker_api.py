@@ -14,7 +14,6 @@ from consumer.errors import BrokerError, ConsumerError, OffsetNotFoundError
 from consumer.fetch import PullResult, parse_pull_response
 from producer.rpc import ProducerRpc
 from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
-from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.lock import LockBatchResponseBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import ResponseCode
@@ -27,8 +26,6 @@ from rocketmq_wire.headers.offset import (
     SearchOffsetResponseHeader,
 )
 from rocketmq_wire.message import MessageExt
-from rocketmq_wire.topics import CLIENT_INNER_PRODUCER_GROUP
-from rocketmq_wire.transport import RemotingError
 
 logger = logging.getLogger("consumer.broker_api")
 
@@ -144,35 +141,3 @@ class BrokerApi:
             broker_name=broker_name,
         )
         _expect_success(await self._call(addr, cmd), addr)
-
-    # -- membership ----------------------------------------------------------------------------------------
-
-    async def heartbeat(self, addr: str, client_id: str, consumer: ConsumerData | None) -> bool:
-        """One heartbeat; failures are logged and reported as ``False``, never raised."""
-        cmd = commands.consumer_heartbeat_request(client_id, consumer, self.version)
-        try:
-            response = await self._call(addr, cmd)
-        except RemotingError as exc:
-            logger.warning("heartbeat to broker %s failed: %s", addr, exc)
-            return False
-        if response.code != ResponseCode.SUCCESS:
-            logger.warning(
-                "broker %s refused the heartbeat: code %d %s", addr, response.code, response.remark
-            )
-            return False
-        return True
-
-    async def unregister(self, addr: str, client_id: str, group: str) -> None:
-        """Leave ``group``, then drop the inner producer group, as a Java client instance does on shutdown;
-        best effort (the broker also notices the connection closing)."""
-        for cmd in (
-            commands.unregister_request(client_id, consumer_group=group),
-            commands.unregister_request(client_id, producer_group=CLIENT_INNER_PRODUCER_GROUP),
-        ):
-            try:
-                response = await self._call(addr, cmd)
-            except RemotingError as exc:
-                logger.info("unregistering from broker %s failed: %s", addr, exc)
-                return
-            if response.code != ResponseCode.SUCCESS:
-                logger.info("broker %s refused to unregister: %s", addr, response.remark)

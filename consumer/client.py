@@ -1,10 +1,12 @@
-"""One consumer's link to the cluster (the part of Java's ``MQClientInstance`` a consumer uses).
+"""One consumer's link to the cluster: its membership of the client instance of its client id.
 
-It owns the consumer's remoting client (so its connections, opaque counter and handlers for what brokers
-ask it), its identity, its NameServer client and route table, and the two background rounds every client
-runs: fetching the routes of the subscribed topics again, and heartbeating every broker. Nothing here is
-shared between consumers: each has its own client id, so two consumers in one process are two members of
-their groups, as two processes would be.
+The connections, NameServer client, broker table, route refresh and heartbeats belong to the
+:class:`~producer.instance.ClientInstance` (Java's ``MQClientInstance``), shared with every producer and
+consumer of the same client id on the event loop: one heartbeat lists every group of the client id, one
+connection per broker carries all their requests. What stays here is the consumer's own part: its readable
+queues per subscribed topic (``ConsumerRoutes``), its broker requests stamped with its own settings
+(``BrokerApi``), and the background tasks it spawns. By default each consumer has a client id of its own
+(``<pid>#<nanoseconds>``), so consumers share an instance only when given the same ``instance_name``.
 """
 
 from __future__ import annotations
@@ -17,39 +19,59 @@ from typing import Any
 
 from consumer.broker_api import BrokerApi
 from consumer.config import ConsumerConfig
-from consumer.errors import BrokerNotFoundError
+from consumer.errors import BrokerNotFoundError, ConsumerStateError
 from consumer.routes import ConsumerRoutes
 from producer.config import ProducerConfig
 from producer.identity import check_ip, client_id, default_instance_name, local_ip
-from producer.namesrv import NameServerClient
-from producer.rpc import ProducerRpc
-from producer.timers import run_periodically
+from producer.instance import (
+    ClientInstance,
+    DuplicateGroupError,
+    InstanceSettings,
+    Member,
+    MemberKind,
+    join_instance,
+)
 from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.transport import Handler, RemotingClient
 
 logger = logging.getLogger("consumer.client")
 
 
 def rpc_settings(config: ConsumerConfig) -> ProducerConfig:
-    """The settings the shared request stamper (``ProducerRpc``) reads: serialization, version, ACL."""
+    """The settings the shared request stamper (``ProducerRpc``) reads: serialization, version, ACL; and, for
+    an instance this consumer creates, TLS and the NameServer timeout."""
     return ProducerConfig(
         access_key=config.access_key,
         secret_key=config.secret_key,
         security_token=config.security_token,
+        ssl=config.ssl,
+        namesrv_timeout_ms=config.request_timeout_ms,
         serialize_type=config.serialize_type,
         version=config.version,
     )
 
 
+def instance_settings(config: ConsumerConfig) -> InstanceSettings:
+    """What a consumer decides for a client instance it is the first member of."""
+    return InstanceSettings(
+        rpc=rpc_settings(config),
+        request_timeout_ms=config.request_timeout_ms,
+        heartbeat_interval_ms=config.heartbeat_interval_ms,
+        poll_namesrv_interval_ms=config.poll_namesrv_interval_ms,
+    )
+
+
 class ConsumerClient:
-    """Connections, identity, routes and heartbeats of one consumer; ``start()`` before use."""
+    """Instance membership, routes and broker requests of one consumer; ``start()`` before use."""
 
     def __init__(
         self,
         config: ConsumerConfig,
         namesrv_addrs: list[str],
         *,
+        group: str,
         rng: random.Random,
         handlers: Mapping[int, Handler],
         consumer_data: Callable[[], ConsumerData | None],
@@ -58,56 +80,71 @@ class ConsumerClient:
     ) -> None:
         self.config = config
         self.namesrv_addrs = namesrv_addrs
+        self.group = group
         self._rng = rng
         self._handlers = handlers
         self._consumer_data = consumer_data
         self._topics = topics
         self._default_instance = default_instance
         self.client_id = ""
-        self._remoting: RemotingClient | None = None
+        self._instance: ClientInstance | None = None
+        self._member: Member | None = None
         self._api: BrokerApi | None = None
         self._routes: ConsumerRoutes | None = None
-        self._stop = asyncio.Event()
-        self._timers: list[asyncio.Task[None]] = []
         self._background: set[asyncio.Task[Any]] = set()
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 
     def start(self) -> None:
-        """Create the client and start its timers; connections open lazily."""
+        """Join the client instance of this consumer's client id; connections open lazily.
+
+        Raises :class:`ConsumerStateError` when a consumer of the same group is already on that instance.
+        """
         config = self.config
         ip = check_ip(config.client_ip) if config.client_ip else local_ip()
-        instance = config.instance_name or self._default_instance or default_instance_name()
-        self.client_id = client_id(ip, instance)
-        self._remoting = RemotingClient(ssl=config.ssl, handlers=self._handlers)
-        rpc = ProducerRpc(self._remoting, rpc_settings(config))
-        namesrv = NameServerClient(rpc, self.namesrv_addrs, config.request_timeout_ms, self._rng)
-        self._routes = ConsumerRoutes(namesrv, self._rng, on_new_broker=self._on_new_broker)
-        self._api = BrokerApi(rpc, timeout_ms=config.request_timeout_ms, version=config.version)
-        self._stop.clear()
-        loop = asyncio.get_running_loop()
-        self._timers = [
-            loop.create_task(
-                run_periodically(
-                    config.poll_namesrv_interval_ms, self.refresh_routes, "route refresh", self._stop
-                )
-            ),
-            loop.create_task(
-                run_periodically(config.heartbeat_interval_ms, self.heartbeat_all, "heartbeat", self._stop)
-            ),
-        ]
+        instance_name = config.instance_name or self._default_instance or default_instance_name()
+        member = Member(
+            MemberKind.CONSUMER,
+            self.group,
+            handlers=self._handlers,
+            topics=self._topics,
+            on_route=self._on_route,
+            consumer_data=self._consumer_data,
+        )
+        try:
+            instance = join_instance(
+                client_id(ip, instance_name),
+                self.namesrv_addrs,
+                instance_settings(config),
+                member,
+                rng=self._rng,
+            )
+        except DuplicateGroupError as exc:
+            raise ConsumerStateError(str(exc)) from exc
+        self._instance, self._member = instance, member
+        self.client_id = instance.client_id
+        self._routes = ConsumerRoutes(instance, self._rng)
+        self._api = BrokerApi(
+            instance.member_rpc(rpc_settings(config)),
+            timeout_ms=config.request_timeout_ms,
+            version=config.version,
+        )
 
     async def close(self) -> None:
-        """Stop the timers and close every connection (after the consumer has said goodbye)."""
-        self._stop.set()
-        await asyncio.gather(*self._timers, return_exceptions=True)
+        """Stop this consumer's background tasks and leave the instance: UNREGISTER_CLIENT for the group at
+        every broker (the instance closes its connections when this was its last member)."""
         for task in list(self._background):
             task.cancel()
         await asyncio.gather(*self._background, return_exceptions=True)
-        if self._remoting is not None:
-            await self._remoting.close()
+        if self._instance is not None and self._member is not None:
+            await self._instance.leave(self._member)
 
     # -- parts ---------------------------------------------------------------------------------------------
+
+    @property
+    def instance(self) -> ClientInstance:
+        assert self._instance is not None, "the consumer client is not started"
+        return self._instance
 
     @property
     def api(self) -> BrokerApi:
@@ -121,8 +158,7 @@ class ConsumerClient:
 
     @property
     def remoting(self) -> RemotingClient:
-        assert self._remoting is not None, "the consumer client is not started"
-        return self._remoting
+        return self.instance.remoting
 
     def spawn(self, coro: Awaitable[Any], name: str) -> asyncio.Task[Any]:
         """Run ``coro`` in the background until it ends or the client closes."""
@@ -137,13 +173,9 @@ class ConsumerClient:
 
     # -- routes and brokers --------------------------------------------------------------------------------
 
-    async def refresh_routes(self) -> None:
-        """One round of the periodic refresh: the route of every subscribed topic."""
-        for topic in self._topics():
-            try:
-                await self.routes.refresh(topic)
-            except Exception as exc:  # one bad topic or a NameServer outage must not stop the round
-                logger.warning("route refresh of topic %s failed: %s", topic, exc)
+    def _on_route(self, topic: str, route: TopicRouteData | None) -> None:
+        if self._routes is not None:
+            self._routes.on_route(topic, route)
 
     async def queues_of(self, topic: str, *, refresh_if_missing: bool = True) -> list[MessageQueue] | None:
         """The readable queues of ``topic``, fetching its route first if it was never fetched."""
@@ -156,7 +188,7 @@ class ConsumerClient:
         """The address offset requests about ``queue`` go to: its broker's master (else any of its brokers),
         fetching the topic's route once if the broker is unknown."""
         found = self.routes.master_or_any(queue.broker_name or "")
-        if found is None and queue.topic is not None:
+        if found is None and queue.topic:
             await self.routes.refresh(queue.topic)
             found = self.routes.master_or_any(queue.broker_name or "")
         if found is None:
@@ -171,29 +203,18 @@ class ConsumerClient:
             if addr is not None:
                 return addr, suggested_broker_id
         found = self.routes.master_or_any(name)
-        if found is None and queue.topic is not None:
+        if found is None and queue.topic:
             await self.routes.refresh(queue.topic)
             found = self.routes.master_or_any(name)
         if found is None:
             raise BrokerNotFoundError(f"no address known for broker {name} (queue {queue})")
         return found
 
-    # -- heartbeats ----------------------------------------------------------------------------------------
+    # -- heartbeats ---------------------------------------------------------------------------------------
 
     async def heartbeat_all(self) -> int:
-        """Heartbeat every known broker now (the timer does this every 30 s); returns how many accepted."""
-        addrs = self.routes.all_addresses()
-        if not addrs:
+        """Heartbeat every known broker now for every group of the instance (its timer does this every
+        30 s); returns how many accepted."""
+        if self._instance is None or self._instance.closed:
             return 0
-        data = self._consumer_data()
-        results = await asyncio.gather(*(self.api.heartbeat(addr, self.client_id, data) for addr in addrs))
-        return sum(results)
-
-    async def unregister_all(self, group: str) -> None:
-        addrs = self.routes.all_addresses()
-        await asyncio.gather(*(self.api.unregister(addr, self.client_id, group) for addr in addrs))
-
-    def _on_new_broker(self, addr: str) -> None:
-        if self._stop.is_set() or self._api is None:
-            return
-        self.spawn(self.api.heartbeat(addr, self.client_id, self._consumer_data()), f"heartbeat-{addr}")
+        return await self._instance.send_heartbeats()

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from producer.heartbeat import heartbeat_request
-from rocketmq_wire.bodies.heartbeat import ConsumerData, HeartbeatData, ProducerData
+from producer.heartbeat import heartbeat_body, heartbeat_request
+from producer.heartbeat import unregister_request as unregister_request  # UNREGISTER_CLIENT, one group
+from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import MQVersion, RequestCode
@@ -18,7 +19,6 @@ from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.consumer import (
     ConsumerSendMsgBackRequestHeader,
     GetConsumerListByGroupRequestHeader,
-    UnregisterClientRequestHeader,
 )
 from rocketmq_wire.headers.offset import (
     GetMaxOffsetRequestHeader,
@@ -29,7 +29,6 @@ from rocketmq_wire.headers.offset import (
 )
 from rocketmq_wire.headers.pull import PullMessageRequestHeader
 from rocketmq_wire.message import MessageExt
-from rocketmq_wire.topics import CLIENT_INNER_PRODUCER_GROUP
 
 _V5_0_0 = MQVersion.NAMES.index("V5_0_0")
 
@@ -191,33 +190,15 @@ def send_back_request(
 
 
 def consumer_heartbeat_body(client_id: str, consumer: ConsumerData | None, version: int) -> bytes:
-    """The heartbeat of a client running one consumer group; Java's client instance also lists its inner
-    producer group, and 5.x adds its two heartbeat fields."""
-    v5 = is_v5(version)
-    return HeartbeatData(
-        client_id=client_id,
-        producer_data_set=[ProducerData(group_name=CLIENT_INNER_PRODUCER_GROUP)],
-        consumer_data_set=[] if consumer is None else [consumer],
-        heartbeat_fingerprint=0 if v5 else None,
-        without_sub=False if v5 else None,
-    ).to_json()
+    """The heartbeat of a client instance running one consumer group and no producer (Java's instance also
+    lists its inner producer group); the instance builds it with ``producer.heartbeat.heartbeat_body``."""
+    return heartbeat_body(client_id, [], [] if consumer is None else [consumer], version)
 
 
 def consumer_heartbeat_request(
     client_id: str, consumer: ConsumerData | None, version: int
 ) -> RemotingCommand:
     return heartbeat_request(consumer_heartbeat_body(client_id, consumer, version), version)
-
-
-def unregister_request(
-    client_id: str, *, consumer_group: str | None = None, producer_group: str | None = None
-) -> RemotingCommand:
-    """UNREGISTER_CLIENT for one group: the consumer group, then (as the client instance closes) the inner
-    producer group."""
-    header = UnregisterClientRequestHeader(
-        client_id=client_id, consumer_group=consumer_group, producer_group=producer_group
-    )
-    return RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, header)
 
 
 def client_response(

@@ -149,6 +149,7 @@ class ConsumerCore:
         client = ConsumerClient(
             self.config,
             self.namesrv_addresses,
+            group=self.wire_group,
             rng=self.rng,
             handlers=handlers,
             consumer_data=self.consumer_data,

@@ -256,7 +256,6 @@ class PullConsumer:
             await core.offsets.persist_all(owned, oneway=False)
         except Exception:
             logger.exception("group %s: committing offsets at close failed", core.wire_group)
-        await core.client.unregister_all(core.wire_group)
         await core.close()
         self._fetcher.queues.clear()
         self._state = "stopped"

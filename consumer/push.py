@@ -308,7 +308,6 @@ class PushConsumer:
         if self._orderly and core.model == MessageModel.CLUSTERING:
             await self._queue_locks().unlock(owned)
         await self._stop_tracer()
-        await core.client.unregister_all(core.wire_group)
         await core.close()
         self._readers.clear()
         self._state = "stopped"

@@ -2,23 +2,25 @@
 
 A producer writes to *write* queues and may fall back on the auto-create route for an unknown topic; a
 consumer reads *read* queues and must never invent a topic, so it keeps its own table (Java's
-``topicSubscribeInfoTable`` plus ``brokerAddrTable``), fed by the producer's NameServer client (which
-already fails over between NameServers).
+``topicSubscribeInfoTable``), fed by its client instance (``producer.instance``), whose route and broker
+tables it shares with every producer and consumer of its client id.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from consumer.allocate import sorted_queues
 from consumer.errors import ConsumerError
 from producer.errors import ProducerError
-from producer.namesrv import NameServerClient
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
 from rocketmq_wire.perm import is_readable
+
+if TYPE_CHECKING:
+    from producer.instance import ClientInstance
 
 logger = logging.getLogger("consumer.routes")
 
@@ -37,24 +39,14 @@ def readable_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
 
 
 class ConsumerRoutes:
-    """Readable queues per subscribed topic and broker addresses, refreshed on demand and on a timer.
+    """Readable queues per subscribed topic (Java's ``topicSubscribeInfoTable``), over the consumer's client
+    instance, which holds the routes and broker addresses of the client id (``brokerAddrTable``), heartbeats
+    brokers as it learns of them and hands this table each route its periodic refresh fetches."""
 
-    ``on_new_broker(addr)`` runs for every broker address seen for the first time, so the consumer can
-    send it a heartbeat before its first pull there (a broker refuses pulls from groups it does not know).
-    """
-
-    def __init__(
-        self,
-        namesrv: NameServerClient,
-        rng: random.Random,
-        on_new_broker: Callable[[str], None] | None = None,
-    ) -> None:
-        self._namesrv = namesrv
+    def __init__(self, instance: ClientInstance, rng: random.Random) -> None:
+        self._instance = instance
         self._rng = rng
-        self._on_new_broker = on_new_broker
         self._queues: dict[str, list[MessageQueue]] = {}
-        self._routes: dict[str, TopicRouteData] = {}
-        self._brokers: dict[str, dict[int, str]] = {}
 
     # -- reading -------------------------------------------------------------------------------------------
 
@@ -64,26 +56,20 @@ class ConsumerRoutes:
         return None if found is None else list(found)
 
     def route(self, topic: str) -> TopicRouteData | None:
-        return self._routes.get(topic)
+        return self._instance.route(topic) if topic in self._queues else None
 
     def address(self, broker_name: str, broker_id: int = MASTER_ID) -> str | None:
         """The address of one broker of the named group; ``None`` when unknown."""
-        return self._brokers.get(broker_name, {}).get(broker_id)
+        return self._instance.address(broker_name, broker_id)
 
     def master_or_any(self, broker_name: str) -> tuple[str, int] | None:
         """The master's address, else any slave's (with its id): reading is allowed from either."""
-        addrs = self._brokers.get(broker_name)
-        if not addrs:
-            return None
-        if MASTER_ID in addrs:
-            return addrs[MASTER_ID], MASTER_ID
-        broker_id = min(addrs)
-        return addrs[broker_id], broker_id
+        return self._instance.master_or_any(broker_name)
 
     def any_broker_of(self, topic: str) -> str | None:
         """A broker serving ``topic`` (its master if it has one), picked at random as Java does when it asks
         for the group's members: every broker of the topic knows them."""
-        route = self._routes.get(topic)
+        route = self.route(topic)
         if route is None or not route.broker_datas:
             return None
         candidates = [d for d in route.broker_datas if d.broker_addrs]
@@ -95,7 +81,7 @@ class ConsumerRoutes:
 
     def all_addresses(self) -> list[str]:
         """Every known broker address, masters and slaves (consumer heartbeats go to all of them)."""
-        return [addr for addrs in self._brokers.values() for addr in addrs.values()]
+        return self._instance.all_addresses()
 
     def topics(self) -> list[str]:
         return list(self._queues)
@@ -108,34 +94,23 @@ class ConsumerRoutes:
         Raises :class:`ConsumerError` when no NameServer could answer.
         """
         try:
-            route = await self._namesrv.get_route(topic)
+            route = await self._instance.fetch_route(topic)
         except ProducerError as exc:
             raise ConsumerError(f"no route for topic {topic}: {exc}") from exc
+        self.on_route(topic, route)
+        return self.queues(topic)
+
+    def on_route(self, topic: str, route: TopicRouteData | None) -> None:
+        """Take a freshly fetched route of ``topic`` (``None``: the NameServers no longer know it)."""
         if route is None:
             if topic in self._queues:
                 logger.warning("topic %s disappeared from the NameServers' routes", topic)
             self._queues.pop(topic, None)
-            self._routes.pop(topic, None)
-            return None
-        self._install(topic, route)
-        return list(self._queues[topic])
-
-    def forget(self, topic: str) -> None:
-        self._queues.pop(topic, None)
-        self._routes.pop(topic, None)
-
-    def _install(self, topic: str, route: TopicRouteData) -> None:
+            return
         queues = readable_queues(topic, route)
         if self._queues.get(topic) != queues:
             logger.info("topic %s: %d readable queues", topic, len(queues))
         self._queues[topic] = queues
-        self._routes[topic] = route
-        for data in route.broker_datas:
-            if data.broker_name is None:
-                continue
-            known = self._brokers.get(data.broker_name, {})
-            new = [addr for broker_id, addr in data.broker_addrs.items() if known.get(broker_id) != addr]
-            self._brokers[data.broker_name] = dict(data.broker_addrs)
-            if self._on_new_broker is not None:
-                for addr in new:
-                    self._on_new_broker(addr)
+
+    def forget(self, topic: str) -> None:
+        self._queues.pop(topic, None)
