@@ -1,9 +1,10 @@
 """Every request the admin client sends goes through here: one place that signs, fails over between
 NameServers and turns transport failures into :class:`~admin.errors.UnreachableError`.
 
-NameServer fail-over and route look-ups are the producer's (:mod:`producer.namesrv`): one NameServer at a
-time, moving on when it cannot be reached. Signing and stamping are the producer's RPC layer too, so a
-request is signed exactly the way the producer signs it.
+Connections, NameServer fail-over and route look-ups are those of a client instance of its own
+(:mod:`producer.instance`, as Java's admin has its own ``MQClientInstance``): one NameServer at a time,
+moving on when it cannot be reached. Signing and stamping are the producer's RPC layer too, so a request is
+signed exactly the way the producer signs it.
 """
 
 from __future__ import annotations
@@ -16,25 +17,28 @@ from collections.abc import Callable, Sequence
 from admin.errors import AdminError, RequestRefusedError, UnreachableError
 from producer.config import ProducerConfig
 from producer.errors import NoRouteError, ProducerError
-from producer.namesrv import NameServerClient
-from producer.rpc import ProducerRpc
+from producer.identity import client_id, default_instance_name, local_ip
+from producer.instance import ClientInstance, InstanceSettings, Member, MemberKind, join_instance
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.codes import ResponseCode, SerializeType
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.transport import RemotingClient, RemotingError
+from rocketmq_wire.transport import RemotingError
 
 logger = logging.getLogger("admin.rpc")
 
 
-class _NameServers(NameServerClient):
-    """The producer's NameServer client, opened up for requests other than routes."""
-
-    async def request(self, cmd: RemotingCommand) -> RemotingCommand:
-        return await self.invoke(cmd)
+#: Java's ``DefaultMQAdminExt`` registers itself on its client instance under this name.
+ADMIN_EXT_GROUP = "admin_ext_group"
 
 
 class AdminRpc:
-    """Requests to NameServers and brokers over one :class:`RemotingClient` owned by the admin."""
+    """Requests to NameServers and brokers over the admin's own client instance.
+
+    As Java's admin, it has a client instance of its own (an instance name made for it, so never a
+    producer's or consumer's), going through the same :class:`~producer.instance.ClientInstance` as they do:
+    its connections and NameServer client are the instance's. It registers no producer or consumer group, so
+    the instance sends no heartbeat.
+    """
 
     def __init__(
         self,
@@ -60,12 +64,30 @@ class AdminRpc:
             namesrv_timeout_ms=timeout_ms,
             serialize_type=serialize_type,
         )
-        self.client = RemotingClient(ssl=ssl)
-        self._rpc = ProducerRpc(self.client, config)
-        self._namesrv = _NameServers(self._rpc, self.namesrv_addrs, timeout_ms, rng or random.Random())
+        settings = InstanceSettings(
+            rpc=config,
+            request_timeout_ms=timeout_ms,
+            heartbeat_interval_ms=config.heartbeat_interval_ms,
+            poll_namesrv_interval_ms=config.poll_namesrv_interval_ms,
+        )
+        self._member = Member(MemberKind.ADMIN, ADMIN_EXT_GROUP)
+        self._instance = join_instance(
+            client_id(local_ip(), default_instance_name()),
+            self.namesrv_addrs,
+            settings,
+            self._member,
+            rng=rng or random.Random(),
+        )
+        self.client = self._instance.remoting
+        self._rpc = self._instance.rpc
+        self._namesrv = self._instance.namesrv
+
+    @property
+    def instance(self) -> ClientInstance:
+        return self._instance
 
     async def close(self) -> None:
-        await self.client.close()
+        await self._instance.leave(self._member)
 
     async def route(self, topic: str) -> TopicRouteData | None:
         """The topic's route from the first NameServer that answers; ``None`` when none knows the topic."""
@@ -79,7 +101,7 @@ class AdminRpc:
     async def namesrv(self, cmd: RemotingCommand) -> RemotingCommand:
         """Ask one NameServer, moving to the next while they cannot be reached."""
         try:
-            return await self._namesrv.request(cmd)
+            return await self._namesrv.invoke(cmd)
         except ProducerError as exc:
             raise UnreachableError(str(exc)) from exc
 
