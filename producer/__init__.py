@@ -9,11 +9,13 @@ drop-in for the official Python client's producer API::
         await producer.send(Message("Orders", b"..."), sharding_key="customer-7")  # ordered per customer
 
 Modules: ``config`` (settings, Java's defaults), ``sender`` (requests and responses, no I/O), ``routes`` and
-``namesrv`` (cluster metadata), ``fault`` (latency-based broker avoidance), ``flow_control`` (busy brokers:
-backoff and resending), ``heartbeat``, ``selectors`` (ordered sends), ``transaction``, ``blocking``,
-``compat``, ``trace`` (message trace: ``enable_msg_trace=True`` writes a ``Pub`` record per sent message,
-and the transaction producer ``EndTransaction`` records, to ``RMQ_SYS_TRACE_TOPIC`` or ``trace_topic``, as
-Java's ``enableMsgTrace``/``customizedTraceTopic``; format in ``rocketmq_wire.trace``).
+``namesrv`` (cluster metadata), ``instance`` (the client instance -- connections, routes, heartbeats --
+that the producers and consumers of one client id share, as Java's ``MQClientInstance``), ``fault``
+(latency-based broker avoidance), ``flow_control`` (busy brokers: backoff and resending), ``heartbeat``,
+``selectors`` (ordered sends), ``transaction``, ``blocking``, ``compat``, ``trace`` (message trace:
+``enable_msg_trace=True`` writes a ``Pub`` record per sent message, and the transaction producer
+``EndTransaction`` records, to ``RMQ_SYS_TRACE_TOPIC`` or ``trace_topic``, as Java's
+``enableMsgTrace``/``customizedTraceTopic``; format in ``rocketmq_wire.trace``).
 """
 
 from producer.blocking import BlockingProducer, BlockingTransactionProducer
@@ -30,6 +32,7 @@ from producer.errors import (
     SendTimeoutError,
 )
 from producer.flow_control import BusyAnswer
+from producer.instance import ClientInstance, DuplicateGroupError, join_instance
 from producer.producer import Producer
 from producer.result import (
     LocalTransactionState,
@@ -49,6 +52,8 @@ __all__ = [
     "BrokerBusyError",
     "BrokerError",
     "BusyAnswer",
+    "ClientInstance",
+    "DuplicateGroupError",
     "LocalTransactionExecutor",
     "LocalTransactionState",
     "Message",
@@ -70,6 +75,7 @@ __all__ = [
     "TransactionChecker",
     "TransactionProducer",
     "TransactionSendResult",
+    "join_instance",
     "select_by_hash",
     "select_random",
 ]

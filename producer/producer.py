@@ -148,6 +148,12 @@ class Producer:
     def running(self) -> bool:
         return self._state is _State.RUNNING
 
+    @property
+    def client_instance(self) -> ClientInstance | None:
+        """The client instance this producer is on while running (shared with the producers and consumers of
+        its client id), else ``None``."""
+        return self._instance if self._state is _State.RUNNING else None
+
     async def start(self) -> None:
         """Join the client instance of this producer's client id (creating it, with its route-refresh and
         heartbeat timers, if this is its first member); connects lazily.

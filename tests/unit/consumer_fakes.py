@@ -112,6 +112,8 @@ class FakeBroker:
         #: (topic, queue id, offset) of every pull received.
         self.pulls: list[tuple[str, int, int]] = []
         self.client_connections: dict[str, Connection] = {}
+        #: Every heartbeat received, in order.
+        self.heartbeats: list[HeartbeatData] = []
         #: Group members as GET_CONSUMER_LIST_BY_GROUP lists them; ``None``: whoever heartbeated.
         self.members: list[str] | None = None
         #: GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY are relayed to the client they name.
@@ -176,6 +178,7 @@ class FakeBroker:
 
     async def _heartbeat(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
         data = HeartbeatData.from_json(request.body)
+        self.heartbeats.append(data)
         if data.client_id:
             self.client_connections[data.client_id] = conn
         await self._notify()
