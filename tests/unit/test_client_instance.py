@@ -19,7 +19,16 @@ import pytest
 from admin import Admin, TopicNotFoundError
 from cli.local_cluster import LocalCluster, LocalClusterSettings
 from consumer import ConsumerConfig, ConsumerStateError, ConsumeStatus, PullConsumer, PushConsumer
-from producer import ClientInstance, DuplicateGroupError, Message, Producer, ProducerConfig, SendStatus
+from producer import (
+    ClientInstance,
+    DuplicateGroupError,
+    LocalTransactionState,
+    Message,
+    Producer,
+    ProducerConfig,
+    SendStatus,
+    TransactionProducer,
+)
 from producer.heartbeat import heartbeat_body
 from producer.instance import instances
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
@@ -166,6 +175,45 @@ async def test_instances_are_per_event_loop() -> None:
             assert status is SendStatus.SEND_OK
             assert not instance_of(here).closed
             assert (await here.send(Message(TOPIC, b"here"))).status is SendStatus.SEND_OK
+
+
+async def test_a_transaction_check_reaches_the_producer_of_the_group_that_sent_the_message() -> None:
+    name = unique_name()
+    checked: dict[str, list[str]] = {"TxA": [], "TxB": []}
+
+    def checker_of(group: str) -> Any:
+        def check(message: MessageExt) -> LocalTransactionState:
+            checked[group].append(message.body.decode())
+            return LocalTransactionState.COMMIT_MESSAGE
+
+        return check
+
+    def unknown(message: Message, transaction_id: str | None, arg: Any) -> LocalTransactionState:
+        return LocalTransactionState.UNKNOWN
+
+    async with Cluster() as cluster:
+        cluster.route(TOPIC)
+        broker = cluster.brokers["broker-a"]
+        a = TransactionProducer(
+            "TxA", cluster.namesrv, checker=checker_of("TxA"), config=producer_config(name)
+        )
+        b = TransactionProducer(
+            "TxB", cluster.namesrv, checker=checker_of("TxB"), config=producer_config(name)
+        )
+        async with a, b:
+            await a.send_in_transaction(Message(TOPIC, b"from-a"), executor=unknown)
+            await b.send_in_transaction(Message(TOPIC, b"from-b"), executor=unknown)
+            await broker.wait_for(RequestCode.HEART_BEAT)
+            by_body = {stored.body: stored for stored in broker.stored}
+            await broker.check_transaction(a.client_id, by_body[b"from-b"])
+            await broker.check_transaction(a.client_id, by_body[b"from-a"])
+            ends = await broker.wait_for(RequestCode.END_TRANSACTION, 4)
+    assert checked == {"TxA": ["from-a"], "TxB": ["from-b"]}
+    answers = [e.fields for e in ends if e.fields.get("fromTransactionCheck") == "true"]
+    assert sorted((f["producerGroup"], f["commitOrRollback"]) for f in answers) == [
+        ("TxA", "8"),
+        ("TxB", "8"),
+    ]
 
 
 # -- consumers -------------------------------------------------------------------------------------------
