@@ -1,6 +1,7 @@
 """Asking NameServers for topic routes, failing over between them.
 
-Like Java's client, a producer talks to one NameServer at a time (picked at random at first, so a fleet of
+One client instance (``producer.instance``) owns one of these for all its producers and consumers. Like
+Java's client, it talks to one NameServer at a time (picked at random at first, so a fleet of
 producers spreads over them) and moves to the next one in the list only when the current one cannot be
 reached or does not answer; NameServers hold the same data, so any one of them will do.
 """
@@ -59,10 +60,7 @@ class NameServerClient:
 
         Raises :class:`ProducerError` when no NameServer could answer, or one answered with an error.
         """
-        cmd = RemotingCommand.request(
-            RequestCode.GET_ROUTEINFO_BY_TOPIC, GetRouteInfoRequestHeader(topic=topic)
-        )
-        response = await self.invoke(cmd)
+        response = await self.invoke(route_request(topic))
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
         if response.code != ResponseCode.SUCCESS:

@@ -1,5 +1,8 @@
-"""Every request the producer sends goes through here, so serialization, version and ACL signing are applied
-in exactly one place (Java does the same with its RPC hook)."""
+"""Every request a client sends goes through here, so serialization, version and ACL signing are applied
+in exactly one place (Java does the same with its RPC hook).
+
+A client instance (``producer.instance``) has one for its own requests (heartbeats, route look-ups,
+unregistration) and gives each member one with the member's settings over the shared connections."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ from rocketmq_wire.transport import Connection, RemotingClient
 
 
 class ProducerRpc:
-    """Stamps, signs and sends commands over the producer's own :class:`RemotingClient`."""
+    """Stamps, signs and sends commands over a client instance's :class:`RemotingClient`."""
 
     def __init__(self, client: RemotingClient, config: ProducerConfig) -> None:
         self.client = client
