@@ -15,6 +15,8 @@ from rocketmq_wire.bodies.consumer import (
     GroupList,
     OffsetSerializeWrapper,
     ProducerConnection,
+    ProducerInfo,
+    ProducerTableInfo,
     ResetOffsetBody,
 )
 from rocketmq_wire.bodies.heartbeat import (
@@ -113,6 +115,8 @@ __all__ = [
     "ProcessQueueInfo",
     "ProducerConnection",
     "ProducerData",
+    "ProducerInfo",
+    "ProducerTableInfo",
     "PropertiesBody",
     "QueryConsumeQueueResponseBody",
     "QueueData",

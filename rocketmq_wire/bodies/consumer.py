@@ -2,6 +2,7 @@
 
 * :class:`ConsumerConnection` answers GET_CONSUMER_CONNECTION_LIST, :class:`ProducerConnection`
   GET_PRODUCER_CONNECTION_LIST;
+* :class:`ProducerTableInfo` (a list of :class:`ProducerInfo` per group) answers GET_ALL_PRODUCER_INFO;
 * :class:`GetConsumerListByGroupResponseBody` answers GET_CONSUMER_LIST_BY_GROUP;
 * :class:`GroupList` answers QUERY_TOPIC_CONSUME_BY_WHO;
 * :class:`ResetOffsetBody` carries RESET_CONSUMER_CLIENT_OFFSET / INVOKE_BROKER_TO_RESET_OFFSET offsets;
@@ -18,6 +19,7 @@ from rocketmq_wire import fastjson
 from rocketmq_wire.bodies.base import (
     Fields,
     JsonBody,
+    array_of,
     bean,
     map_entries,
     object_fields,
@@ -249,6 +251,72 @@ class ProducerConnection(JsonBody):
     @classmethod
     def from_object(cls, obj: Fields) -> Self:
         return cls(connection_set=obj.items_of("connectionSet", _connection) or [])
+
+
+@dataclasses.dataclass(kw_only=True)
+class ProducerInfo(JsonBody):
+    """One connected producer as GET_ALL_PRODUCER_INFO lists it.
+
+    ``remote_ip`` is Java's ``InetSocketAddress.toString()`` of the connection, so it starts with a slash
+    (``"/127.0.0.1:54321"``): a Java tool prints it as is, and so must a Python broker send it.
+    ``language`` is the ``LanguageCode`` name the client announced itself with.
+    """
+
+    client_id: str | None = None
+    remote_ip: str | None = None
+    language: str | None = None
+    version: int = 0
+    last_update_timestamp: int = 0
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(
+            clientId=self.client_id,
+            remoteIP=self.remote_ip,
+            language=self.language,
+            version=self.version,
+            lastUpdateTimestamp=self.last_update_timestamp,
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        return cls(
+            client_id=obj.get_str("clientId"),
+            remote_ip=obj.get_str("remoteIP"),
+            language=obj.get_enum("language", LANGUAGE_ORDINALS),
+            version=obj.get_int("version"),
+            last_update_timestamp=obj.get_long("lastUpdateTimestamp"),
+        )
+
+
+def _producer_infos(value: Any, path: str) -> list[ProducerInfo]:
+    """A group's ``List<ProducerInfo>``; a ``null`` list reads as empty (mqadmin prints it as such)."""
+    if value is None:
+        return []
+    return array_of(value, path, lambda item, where: ProducerInfo.from_object(object_fields(item, where)))
+
+
+@dataclasses.dataclass(kw_only=True)
+class ProducerTableInfo(JsonBody):
+    """GET_ALL_PRODUCER_INFO's answer: every producer group a broker knows, with its connected producers.
+
+    The broker builds ``data`` as a fresh ``HashMap`` with one put per group, so a table built here is
+    written in that map's order (a table read off the wire keeps the order it came in). Groups without a
+    live connection never appear: Java adds a group only when it meets one of its channels.
+    """
+
+    data: dict[str, list[ProducerInfo]] = dataclasses.field(default_factory=dict)
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(
+            data=write_map(
+                self.data, string_hash, HASH_MAP, same, lambda infos: [info.to_bean() for info in infos]
+            )
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        entries = obj.entries_of("data", to_required_string, _producer_infos)
+        return cls(data={} if entries is None else read_map(entries, string_hash, HASH_MAP))
 
 
 #: ``LocalFileOffsetStore`` keeps a default ``ConcurrentHashMap<MessageQueue, AtomicLong>``.

@@ -23,6 +23,7 @@ from rocketmq_wire.bodies.consumer import (
     GetConsumerListByGroupResponseBody,
     GroupList,
     ProducerConnection,
+    ProducerTableInfo,
     ResetOffsetBody,
 )
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
@@ -81,6 +82,7 @@ GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
 GET_BROKER_CONSUME_STATS = 317
 VIEW_BROKER_STATS_DATA = 315
 QUERY_CONSUME_QUEUE = 321
+GET_ALL_PRODUCER_INFO = 328
 
 #: Request bodies by request code.
 REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
@@ -124,6 +126,7 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         GET_BROKER_CONSUME_STATS: ConsumeStatsList,
         VIEW_BROKER_STATS_DATA: BrokerStatsData,
         QUERY_CONSUME_QUEUE: QueryConsumeQueueResponseBody,
+        GET_ALL_PRODUCER_INFO: ProducerTableInfo,
     }
 )
 

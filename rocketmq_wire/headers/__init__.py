@@ -14,6 +14,7 @@ from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.headers.admin import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
+    GetAllProducerInfoRequestHeader,
     GetBrokerConfigResponseHeader,
     GetConsumeStatsInBrokerHeader,
     ViewBrokerStatsDataRequestHeader,
@@ -119,6 +120,7 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     DeleteTopicFromNamesrvRequestHeader,
     DeleteTopicRequestHeader,
     EndTransactionRequestHeader,
+    GetAllProducerInfoRequestHeader,
     GetAllTopicConfigRequestHeader,
     GetBrokerConfigResponseHeader,
     GetConsumeStatsInBrokerHeader,
@@ -255,6 +257,7 @@ __all__ = [
     "DeleteTopicFromNamesrvRequestHeader",
     "DeleteTopicRequestHeader",
     "EndTransactionRequestHeader",
+    "GetAllProducerInfoRequestHeader",
     "GetAllTopicConfigRequestHeader",
     "GetBrokerConfigResponseHeader",
     "GetConsumeStatsInBrokerHeader",

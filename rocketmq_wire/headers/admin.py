@@ -3,7 +3,7 @@
 GET_BROKER_RUNTIME_INFO and GET_BROKER_CONFIG requests have no header in Java (their answers are bodies);
 only the config response carries a header, with the config's data version. Subscription-group
 administration (delete, offset cloning, a broker's consume stats) is here too: its requests name groups,
-not one topic.
+not one topic; so is GET_ALL_PRODUCER_INFO, which asks a broker for every producer group it knows.
 """
 
 from __future__ import annotations
@@ -72,3 +72,15 @@ class ViewBrokerStatsDataRequestHeader(CommandHeader):
 
     stats_name: str | None = jstr("statsName", required=True)
     stats_key: str | None = jstr("statsKey", required=True)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class GetAllProducerInfoRequestHeader(CommandHeader):
+    """GET_ALL_PRODUCER_INFO (mqadmin ``producer``): every producer connected to one broker, by group.
+
+    Java's class has no fields, so the request carries no entries; it is declared all the same so that the
+    code has a header class like every other request (``header_for_request``, ``rmq inspect``), and a Java
+    broker decodes it from a frame without an ext map.
+    """
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.GET_ALL_PRODUCER_INFO,)
