@@ -52,7 +52,7 @@ from broker.processors.offset_export import (
     GetAllMessageRequestModeProcessor,
     GetAllSubscriptionGroupProcessor,
 )
-from broker.processors.producer_admin import GetProducerConnectionListProcessor
+from broker.processors.producer_admin import GetAllProducerInfoProcessor, GetProducerConnectionListProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor, ViewMessageByIdProcessor
 from broker.processors.queue_lock import LockBatchMqProcessor, UnlockBatchMqProcessor
@@ -322,6 +322,7 @@ class Broker:
             RequestCode.GET_CONSUME_STATS: GetConsumeStatsProcessor(self),
             RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListProcessor(self),
             RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListProcessor(self),
+            RequestCode.GET_ALL_PRODUCER_INFO: GetAllProducerInfoProcessor(self),
             RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoProcessor(self),
             RequestCode.QUERY_MESSAGE: QueryMessageProcessor(self),
             RequestCode.VIEW_MESSAGE_BY_ID: ViewMessageByIdProcessor(self),

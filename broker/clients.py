@@ -209,6 +209,11 @@ class ProducerManager:
     def members(self, group: str) -> list[ClientChannelInfo]:
         return list(self._groups.get(group, {}).values())
 
+    def table(self) -> dict[str, list[ClientChannelInfo]]:
+        """Every group with its members, groups in the order they first connected (a copy, so a caller
+        may await while holding it). A group leaves the table with its last member, so none is empty."""
+        return {group: list(members.values()) for group, members in self._groups.items()}
+
     def available_connection(self, group: str) -> Connection | None:
         """A live connection of the group, for asking a producer about a transaction."""
         for info in self._groups.get(group, {}).values():

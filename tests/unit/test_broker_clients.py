@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from broker import Broker, ManualClock
+from broker.processors.producer_admin import java_socket_address
 from broker.testing import BrokerClient, running_broker
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.consumer import (
@@ -16,10 +17,12 @@ from rocketmq_wire.bodies.consumer import (
     GetConsumerListByGroupResponseBody,
     GroupList,
     ProducerConnection,
+    ProducerTableInfo,
 )
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.stats import ConsumeStats
+from rocketmq_wire.headers.admin import GetAllProducerInfoRequestHeader
 from rocketmq_wire.headers.consumer import (
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
@@ -174,6 +177,53 @@ async def test_producer_groups_track_connections(broker: Broker) -> None:
         assert (
             gone.code == ResponseCode.SYSTEM_ERROR and gone.remark == "the producer group[Writers] not exist"
         )
+
+
+async def _producer_table(client: BrokerClient) -> ProducerTableInfo:
+    answer = await client.request(RequestCode.GET_ALL_PRODUCER_INFO, GetAllProducerInfoRequestHeader())
+    assert (answer.code, answer.remark) == (ResponseCode.SUCCESS, None)
+    return ProducerTableInfo.from_json(answer.body)
+
+
+async def test_all_producer_info_lists_every_connected_producer_by_group(
+    broker: Broker, clock: ManualClock
+) -> None:
+    async with BrokerClient(broker.address) as first, BrokerClient(broker.address) as second:
+        assert (await _producer_table(first)).data == {}  # nobody yet: an empty map, still SUCCESS
+
+        clock.advance(1000)
+        await first.heartbeat("10.0.0.1@first", producer_groups=["Writers", "CLIENT_INNER_PRODUCER"])
+        await second.heartbeat("10.0.0.2@second", producer_groups=["Writers"])
+        await second.heartbeat("10.0.0.2@second", consumer_groups={"Readers": {"T": "*"}})
+        table = await _producer_table(first)
+        assert sorted(table.data) == ["CLIENT_INNER_PRODUCER", "Writers"]  # consumer groups are not listed
+        writers = {info.client_id: info for info in table.data["Writers"]}
+        assert sorted(writers) == ["10.0.0.1@first", "10.0.0.2@second"]
+        [inner] = table.data["CLIENT_INNER_PRODUCER"]
+        assert inner.client_id == "10.0.0.1@first"
+        mine = writers["10.0.0.1@first"]
+        # Java's remoteAddress().toString(): this client's end of the connection, after a slash
+        local = (await first.client.connection(broker.address)).local_address
+        assert mine.remote_ip == f"/{local}" and mine.remote_ip.startswith("/127.0.0.1:")
+        assert (mine.language, mine.version) == ("PYTHON", 409)
+        assert mine.last_update_timestamp == clock.now_ms()
+
+        # a producer that hangs up leaves its groups; a group without members is not listed
+        await first.close()
+        for _ in range(100):
+            if not broker.producer_manager.members("CLIENT_INNER_PRODUCER"):
+                break
+            await asyncio.sleep(0.01)
+        table = await _producer_table(second)
+        assert list(table.data) == ["Writers"]
+        assert [info.client_id for info in table.data["Writers"]] == ["10.0.0.2@second"]
+
+
+def test_java_socket_address_matches_inet_socket_address_to_string() -> None:
+    assert java_socket_address("127.0.0.1:54321") == "/127.0.0.1:54321"
+    assert java_socket_address("::1:54321") == "/[0:0:0:0:0:0:0:1]:54321"
+    assert java_socket_address("fe80::1:0:a:7") == "/[fe80:0:0:0:0:1:0:a]:7"
+    assert java_socket_address("") == "/"
 
 
 async def test_queue_locks_are_exclusive_until_they_expire(broker: Broker, clock: ManualClock) -> None:
