@@ -36,6 +36,7 @@ from rocketmq_wire.bodies import (
     ConsumerRunningInfo,
     ConsumeStatsList,
     MessageQueue,
+    ProducerTableInfo,
     SubscriptionGroupConfig,
     TopicRouteData,
 )
@@ -253,6 +254,10 @@ class Admin:
 
     async def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         return await consumers.producer_connections(self.rpc, group, topic)
+
+    async def producer_table(self, broker_addr: str) -> ProducerTableInfo:
+        """Every producer group on one broker with its connected producers (mqadmin ``producer``)."""
+        return await consumers.producer_table(self.rpc, broker_addr)
 
     async def update_subscription_group(
         self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None

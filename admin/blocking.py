@@ -36,6 +36,7 @@ from rocketmq_wire.bodies import (
     ConsumerRunningInfo,
     ConsumeStatsList,
     MessageQueue,
+    ProducerTableInfo,
     SubscriptionGroupConfig,
     TopicRouteData,
 )
@@ -215,6 +216,9 @@ class BlockingAdmin:
 
     def producer_connections(self, group: str, topic: str) -> list[ClientConnection]:
         return self._run(self._admin.producer_connections(group, topic))
+
+    def producer_table(self, broker_addr: str) -> ProducerTableInfo:
+        return self._run(self._admin.producer_table(broker_addr))
 
     def update_subscription_group(
         self, config: SubscriptionGroupConfig, *, cluster: str | None = None, broker_addr: str | None = None

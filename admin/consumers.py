@@ -25,6 +25,7 @@ from rocketmq_wire.bodies import (
     ConsumerRunningInfo,
     ConsumeStats,
     ProducerConnection,
+    ProducerTableInfo,
     ResetOffsetBody,
     TopicStatsTable,
 )
@@ -33,6 +34,7 @@ from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.admin import GetAllProducerInfoRequestHeader
 from rocketmq_wire.headers.consumer import (
     GetConsumerConnectionListRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -208,6 +210,20 @@ async def producer_connections(rpc: AdminRpc, group: str, topic: str) -> list[Cl
     if not seen:
         raise AdminError(f"producer group {group!r} is not online on the brokers of topic {topic!r}")
     return list(seen.values())
+
+
+async def producer_table(rpc: AdminRpc, broker_addr: str) -> ProducerTableInfo:
+    """Every producer group connected to one broker, with its producers (mqadmin ``producer``).
+
+    Unlike :func:`producer_connections` this needs no group or topic: it is how an operator finds out
+    which producers a broker has at all. Clients list their inner ``CLIENT_INNER_PRODUCER`` group too.
+    """
+    request = RemotingCommand.request(RequestCode.GET_ALL_PRODUCER_INFO, GetAllProducerInfoRequestHeader())
+    response = check(await rpc.server(broker_addr, request), "producer table", broker_addr)
+    try:
+        return ProducerTableInfo.from_json(response.body)
+    except CodecError as exc:
+        raise AdminError(f"unreadable producer table from {broker_addr}: {exc}") from exc
 
 
 def _broker_of(route: TopicRouteData, topic: str, broker_name: str | None) -> tuple[str, str]:

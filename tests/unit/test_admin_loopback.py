@@ -179,6 +179,29 @@ async def test_consumer_connections_of_an_online_group(local: LocalCluster, admi
         await admin.consumer_connections("NobodyHome")
 
 
+async def test_producer_table_of_a_broker(local: LocalCluster, admin: Admin) -> None:
+    await _create(local, admin, queues=1)
+    assert (await admin.producer_table(local.broker_address)).data == {}
+    async with Producer("AdminTableProducer", local.namesrv_address) as producer:
+        await producer.send(Message(TOPIC, b"x"))  # the producer has a connection to the broker now
+        for _ in range(100):  # its first heartbeat follows the connection
+            table = await admin.producer_table(local.broker_address)
+            if "AdminTableProducer" in table.data:
+                break
+            await asyncio.sleep(0.05)
+        [mine] = table.data["AdminTableProducer"]
+        assert mine.client_id == producer.client_id
+        assert mine.language == "PYTHON" and mine.remote_ip and mine.remote_ip.startswith("/127.0.0.1:")
+        # as Java's client, the project's announces its inner group on the same connection
+        assert [i.client_id for i in table.data["CLIENT_INNER_PRODUCER"]] == [producer.client_id]
+
+        def blocking_table() -> list[str]:
+            with BlockingAdmin(local.namesrv_address) as blocking:
+                return sorted(blocking.producer_table(local.broker_address).data)
+
+        assert await asyncio.to_thread(blocking_table) == ["AdminTableProducer", "CLIENT_INNER_PRODUCER"]
+
+
 async def test_kv_config_put_get_list_delete(admin: Admin) -> None:
     assert await admin.kv_get("ns-a", "k") is None
     assert await admin.kv_put("ns-a", "k", "v1") == admin.namesrv_addresses

@@ -1,5 +1,6 @@
 """The admin client's request layer against stand-in servers: ACL signing, NameServer fail-over,
-unreachable brokers, and the producer-connection request the project's broker does not serve."""
+unreachable brokers, and the producer requests (one group's connections, a broker's whole producer table)
+answered with the bytes a Java broker sends."""
 
 from __future__ import annotations
 
@@ -17,6 +18,14 @@ from rocketmq_wire.transport import Connection, RemotingServer
 
 SECRET = "12345678"
 
+#: GET_ALL_PRODUCER_INFO's answer as a 4.9.8 broker writes it, with one Java producer connected.
+JAVA_PRODUCER_TABLE = (
+    b'{"data":{"CLIENT_INNER_PRODUCER":[{"clientId":"10.0.0.7@9","language":"JAVA",'
+    b'"lastUpdateTimestamp":1700000000000,"remoteIP":"/10.0.0.7:50123","version":479}],'
+    b'"PG":[{"clientId":"10.0.0.7@9","language":"JAVA","lastUpdateTimestamp":1700000000000,'
+    b'"remoteIP":"/10.0.0.7:50123","version":479}]}}'
+)
+
 
 class StandIn:
     """One server answering as NameServer and broker at once, recording what it was asked."""
@@ -29,8 +38,10 @@ class StandIn:
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
             RequestCode.GET_ROUTEINFO_BY_TOPIC,
             RequestCode.GET_PRODUCER_CONNECTION_LIST,
+            RequestCode.GET_ALL_PRODUCER_INFO,
         ):
             self.server.register(code, self.handle)
+        self.producer_table = JAVA_PRODUCER_TABLE
 
     async def handle(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
         self.requests.append(request)
@@ -46,6 +57,8 @@ class StandIn:
                 ],
             )
             return request.make_response(body=route.to_json())
+        if request.code == RequestCode.GET_ALL_PRODUCER_INFO:
+            return request.make_response(body=self.producer_table)
         body = ProducerConnection(
             connection_set=[
                 ConnectionBody(client_id="p1@x", client_addr="10.0.0.1:5", language="JAVA", version=409)
@@ -119,6 +132,24 @@ async def test_producer_connections_from_the_topic_brokers(stand_in: StandIn) ->
     )
     asked = [r for r in stand_in.requests if r.code == RequestCode.GET_PRODUCER_CONNECTION_LIST]
     assert asked[0].fields()["producerGroup"] == "PG"
+
+
+async def test_producer_table_from_a_java_broker(stand_in: StandIn) -> None:
+    async with Admin(stand_in.server.address) as admin:
+        table = await admin.producer_table(stand_in.server.address)
+        assert sorted(table.data) == ["CLIENT_INNER_PRODUCER", "PG"]
+        [producer] = table.data["PG"]
+        assert (producer.client_id, producer.remote_ip, producer.language, producer.version) == (
+            "10.0.0.7@9",
+            "/10.0.0.7:50123",
+            "JAVA",
+            479,
+        )
+        stand_in.producer_table = b'{"data":{"PG":{}}}'
+        with pytest.raises(AdminError, match=r"unreadable producer table from .*data\['PG'\]"):
+            await admin.producer_table(stand_in.server.address)
+    [asked, _] = [r for r in stand_in.requests if r.code == RequestCode.GET_ALL_PRODUCER_INFO]
+    assert asked.fields() == {}  # Java's header has no fields
 
 
 async def test_admin_needs_a_namesrv_and_a_start() -> None:
