@@ -34,12 +34,19 @@ from cli.group_render import (
     broker_consume_stats_rows,
     broker_consume_stats_table,
     group_config_table,
+    producer_table_json,
+    producer_table_table,
     running_info_json,
     running_info_tables,
     running_summary_table,
 )
 from cli.render import cell
-from rocketmq_wire.bodies import ConsumerRunningInfo, ConsumeStatsList, SubscriptionGroupConfig
+from rocketmq_wire.bodies import (
+    ConsumerRunningInfo,
+    ConsumeStatsList,
+    ProducerTableInfo,
+    SubscriptionGroupConfig,
+)
 
 group_app = typer.Typer(
     help="Consumer and producer groups: settings, status, offsets (mqadmin's group commands).",
@@ -320,6 +327,38 @@ def producers(
             cell(member.client_id), cell(member.client_addr), cell(member.language), cell(member.version)
         )
     out().print(table)
+
+
+async def _producer_tables(admin: Admin, broker: str | None) -> list[tuple[str, ProducerTableInfo]]:
+    addrs = [broker] if broker is not None else [b.addr for b in await admin.brokers(masters_only=True)]
+    found: list[tuple[str, ProducerTableInfo]] = []
+    with walking("asking each broker") as bar:
+        task = bar.add_task("brokers", total=len(addrs))
+        for addr in addrs:
+            found.append((addr, await admin.producer_table(addr)))
+            bar.advance(task)
+    return found
+
+
+@group_app.command("producer-table")
+@friendly
+def producer_table(
+    broker: Broker = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Every producer group on a broker (every master by default) with its connected producers
+    (mqadmin producer)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    found = with_admin(where, lambda admin: _producer_tables(admin, broker))
+    if as_json:
+        emit_json([producer_table_json(addr, table) for addr, table in found])
+        return
+    for addr, table in found:
+        out().print(producer_table_table(addr, table))
 
 
 @group_app.command("allocate")

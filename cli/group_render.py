@@ -1,5 +1,6 @@
 """Tables and JSON for the group commands: group settings, members' running info, a broker's progress of
-every group, and queue allocations. Server text goes into cells as :class:`rich.text.Text`."""
+every group, a broker's producers, and queue allocations. Server text goes into cells as
+:class:`rich.text.Text`."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from rich.table import Table
 from admin import GroupConfigOnBroker
 from cli.common import to_plain
 from cli.render import cell, key_value_table, timestamp
-from rocketmq_wire.bodies import ConsumerRunningInfo, ConsumeStatsList, MessageQueue
+from rocketmq_wire.bodies import ConsumerRunningInfo, ConsumeStatsList, MessageQueue, ProducerTableInfo
 
 
 def group_config_table(group: str, found: Sequence[GroupConfigOnBroker]) -> Table:
@@ -98,6 +99,32 @@ def running_summary_table(group: str, infos: Sequence[tuple[str, ConsumerRunning
             cell(f"{tps:.2f}"),
         )
     return table
+
+
+def producer_table_json(broker_addr: str, table: ProducerTableInfo) -> dict[str, Any]:
+    """One broker's producers by group, groups in the order the broker sent them (its ``HashMap``'s)."""
+    return {"broker_addr": broker_addr, "groups": to_plain(table.data)}
+
+
+def producer_table_table(broker_addr: str, table: ProducerTableInfo) -> Table:
+    """One row per connected producer; a group the broker lists without members gets a row saying so, as
+    mqadmin prints "instances are empty" for it."""
+    grid = Table(title=f"Producers on {broker_addr}", title_justify="left")
+    for heading in ("Group", "Client ID", "Remote address", "Language", "Version", "Last heartbeat"):
+        grid.add_column(heading)
+    for group, producers in table.data.items():
+        if not producers:
+            grid.add_row(cell(group), cell("(no instances)"), "", "", "", "")
+        for producer in producers:
+            grid.add_row(
+                cell(group),
+                cell(producer.client_id),
+                cell(producer.remote_ip),
+                cell(producer.language),
+                cell(producer.version),
+                cell(timestamp(producer.last_update_timestamp)),
+            )
+    return grid
 
 
 def broker_consume_stats_rows(stats: ConsumeStatsList) -> dict[str, Any]:

@@ -72,7 +72,7 @@ def put(
     secret_key: SecretKey = None,
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
-    """Create or update a value on every NameServer."""
+    """Create or update a value on every NameServer (mqadmin updateKvConfig)."""
     where = target(namesrv, access_key, secret_key, timeout_ms)
     written = with_admin(where, lambda admin: admin.kv_put(namespace, key, value))
     if as_json:
@@ -92,7 +92,7 @@ def delete(
     secret_key: SecretKey = None,
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
-    """Remove a key from every NameServer."""
+    """Remove a key from every NameServer (mqadmin deleteKvConfig)."""
     where = target(namesrv, access_key, secret_key, timeout_ms)
     written = with_admin(where, lambda admin: admin.kv_delete(namespace, key))
     if as_json:

@@ -12,7 +12,7 @@ from typing import Any
 
 import typer
 
-from cli import broker_admin_cmd, cluster_admin_cmd, group_cmd, message_cmd, topic_cmd
+from cli import broker_admin_cmd, cluster_admin_cmd, group_cmd, kv_cmd, message_cmd, topic_cmd
 from cli.broker_cmd import broker
 from cli.cluster_admin_cmd import cluster_app
 from cli.cluster_cmds import broker_config, broker_stats, clusters, route
@@ -99,17 +99,22 @@ MQADMIN_ALIASES: dict[str, Callable[..., Any]] = {
     "skipAccumulatedMessage": group_cmd.skip_accumulated,
     "brokerConsumeStats": group_cmd.broker_stats,
     "producerConnection": group_cmd.producers,
+    "producer": group_cmd.producer_table,
     "allocateMQ": group_cmd.allocate,
     "wipeWritePerm": cluster_admin_cmd.wipe_write_perm,
     "addWritePerm": cluster_admin_cmd.add_write_perm,
     "getNamesrvConfig": cluster_admin_cmd.namesrv_config,
     "updateNamesrvConfig": cluster_admin_cmd.update_namesrv_config,
+    "updateKvConfig": kv_cmd.put,
+    "deleteKvConfig": kv_cmd.delete,
+    "sendMessage": send,
     "queryMsgById": message_cmd.get,
     "queryMsgByKey": message_cmd.query,
     "queryMsgByUniqueKey": message_cmd.get,
     "queryMsgByOffset": message_cmd.at_offset,
     "printMsgByQueue": message_cmd.print_queue,
     "consumeMessage": message_cmd.consume_print,
+    "printMsg": message_cmd.consume_print,
     "checkMsgSendRT": message_cmd.check_send_rt,
     "sendMsgStatus": message_cmd.send_status,
     "queryMsgTraceById": message_cmd.trace,

@@ -270,7 +270,8 @@ def consume_print(
     secret_key: SecretKey = None,
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
-    """Print a topic's stored messages without committing anything (mqadmin consumeMessage)."""
+    """Print a topic's stored messages without committing anything (mqadmin consumeMessage; with
+    --begin/--end across every queue, mqadmin printMsg)."""
     begin_ms, end_ms = _moment(begin, "--begin"), _moment(end, "--end")
     if offset is not None and (broker is None or queue_id is None):
         raise CliError("--offset needs --broker and --queue")

@@ -272,7 +272,7 @@ def send(
     access_key: AccessKey = None,
     secret_key: SecretKey = None,
 ) -> None:
-    """Send a message (or --count of them, with a throughput and latency summary)."""
+    """Send a message (or --count of them, with a throughput and latency summary) (mqadmin sendMessage)."""
     if oneway and batch:
         raise CliError("--oneway and --batch do not go together (batches are always acknowledged)")
     where = target(namesrv, access_key, secret_key)

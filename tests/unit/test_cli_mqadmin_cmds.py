@@ -251,6 +251,46 @@ async def test_broker_maintenance_commands(rmq: Rmq) -> None:
     assert (neither.exit_code, neither.stderr.strip()) == (1, "error: pass --broker or --cluster")
 
 
+async def test_producer_table_lists_a_connected_producer(rmq: Rmq) -> None:
+    await rmq.topic_with_messages(0)
+    addr = rmq.local.broker_address
+    async with Producer("CliTableProducer", rmq.local.namesrv_address) as producer:
+        await producer.send(Message(TOPIC, b"x"))
+        for _ in range(100):  # the producer's first heartbeat follows its first connection
+            [listed] = await rmq.json("group", "producer-table", "-b", addr)
+            if "CliTableProducer" in listed["groups"]:
+                break
+            await asyncio.sleep(0.05)
+        assert listed["broker_addr"] == addr
+        [mine] = listed["groups"]["CliTableProducer"]
+        assert mine["client_id"] == producer.client_id
+        assert mine["remote_ip"].startswith("/127.0.0.1:") and mine["language"] == "PYTHON"
+        assert [p["client_id"] for p in listed["groups"]["CLIENT_INNER_PRODUCER"]] == [producer.client_id]
+
+        every = await rmq.json("group", "producer-table")  # every master when no broker is named
+        assert [b["broker_addr"] for b in every] == [addr]
+        table = await rmq("producer", "-b", addr)  # mqadmin's name
+        assert table.exit_code == 0, table.output
+        assert "CliTableProducer" in table.stdout and "CLIENT_INNER_PRODUCER" in table.stdout
+
+    bad = await rmq("group", "producer-table", "-b", "no-port-here")
+    assert bad.exit_code == 2 and bad.stderr.count("error:") == 1 and "--broker" in bad.stderr
+
+
+async def test_the_other_mqadmin_aliases(rmq: Rmq) -> None:
+    await rmq.topic_with_messages(0)
+    sent = await rmq.json("sendMessage", TOPIC, "via mqadmin's name")
+    assert sent["status"] == "SEND_OK"
+    [printed] = await rmq.json("printMsg", TOPIC, "--begin", "0")
+    assert (printed["queue_id"], printed["queue_offset"]) == (sent["queue_id"], 0)
+    put = await rmq.json("updateKvConfig", "CliNs", "k", "v")
+    assert put["namesrvs"] == [rmq.local.namesrv_address]
+    async with Admin(rmq.local.namesrv_address) as admin:
+        assert await admin.kv_get("CliNs", "k") == "v"
+        await rmq.json("deleteKvConfig", "CliNs", "k")
+        assert await admin.kv_get("CliNs", "k") is None
+
+
 async def test_send_round_trips(rmq: Rmq) -> None:
     await rmq.topic_with_messages(0)
     report = await rmq.json("message", "check-send-rt", TOPIC, "-a", "4", "-s", "16")
