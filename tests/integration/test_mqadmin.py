@@ -8,12 +8,17 @@ committed, the broker's settings.
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import re
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
+from typer.testing import CliRunner
 
 from admin import Admin
+from cli.main import app
 from consumer import ConsumeStatus, PullConsumer, PushConsumer
 from producer import Message, Producer, SendResult
 from rocketmq_wire.bodies.route import TopicRouteData
@@ -25,6 +30,8 @@ from tests.integration.clusters.fixture import dedicated_cluster, skip_or_fail
 from tests.integration.clusters.model import Cluster, unique_name
 
 pytestmark = [pytest.mark.integration]
+
+log = logging.getLogger(__name__)
 
 SENT = 5
 QUEUES = 6
@@ -206,3 +213,39 @@ def test_consumer_status_of_a_project_consumer(scene: Scene) -> None:
     assert re.search(rf"{re.escape(scene.topic)}\s.*TagA", out), out
     assert re.search(r"PROP_CLIENT_VERSION\s*:\s*V\d", out), out
     assert client_id
+
+
+def test_producer_lists_a_connected_project_producer(scene: Scene) -> None:
+    """mqadmin ``producer`` asks the broker for its whole producer table (GET_ALL_PRODUCER_INFO) while a
+    project producer is connected, parses the ProducerTableInfo the project's broker wrote and prints one
+    line per producer; ``rmq group producer-table`` reads the same table."""
+    group = unique_name("MqadminProducer")
+    addr = scene.cluster.broker_addr
+
+    async def listed() -> tuple[str, str, Any]:
+        async with Producer(group, scene.cluster.namesrv) as producer:
+            await producer.send(Message(scene.topic, b"from a producer mqadmin lists"))
+            async with Admin(scene.cluster.namesrv) as admin:
+                for _ in range(100):  # until the broker has the producer's first heartbeat
+                    if group in (await admin.producer_table(addr)).data:
+                        break
+                    await asyncio.sleep(0.1)
+            out = await asyncio.to_thread(scene.run, "producer", "-b", addr)
+            args = ["group", "producer-table", "-b", addr, "-n", scene.cluster.namesrv, "--json"]
+            result = await asyncio.to_thread(CliRunner().invoke, app, args)
+            assert result.exit_code == 0, result.output
+            return out, producer.client_id, json.loads(result.stdout)
+
+    out, client_id, rmq_json = asyncio.run(listed())
+    log.info("mqadmin producer -b %s printed:\n%s", addr, out)
+    for listed_group in (group, "CLIENT_INNER_PRODUCER"):  # Java's client lists its inner group too
+        line = re.search(
+            rf"^producer group \({re.escape(listed_group)}\) instance : clientId={re.escape(client_id)},"
+            r"remoteIP=/\S+:\d+, language=PYTHON, version=\d+, lastUpdateTimestamp=[1-9]\d*$",
+            out,
+            re.M,
+        )
+        assert line is not None, out
+    [table] = rmq_json
+    assert table["broker_addr"] == addr
+    assert [p["client_id"] for p in table["groups"][group]] == [client_id]
