@@ -211,8 +211,17 @@ func cmdSend(env *runEnv) (int, error) {
 		}
 		env.state.add(1)
 	}
+	if o.command == "send-oneway" {
+		// A oneway send gets no answer, so nothing says the broker has read it yet: closing the
+		// connection at once can reset it with the last frames still unread on the broker's side.
+		env.state.set("oneway-drain", len(specs))
+		time.Sleep(onewayDrain)
+	}
 	return env.finish(handle.p.Shutdown, code), nil
 }
+
+// onewayDrain is how long send-oneway waits before shutting its producer down.
+const onewayDrain = time.Second
 
 // cmdSendAsync sends every message with SendAsync, then waits for all the callbacks.
 func cmdSendAsync(env *runEnv) (int, error) {
