@@ -6,7 +6,8 @@ user finds ``updateSubGroup``, ``consumerStatus`` and the rest.
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Awaitable, Callable
+from typing import Annotated, TypeVar
 
 import typer
 from rich.table import Table
@@ -59,6 +60,8 @@ Broker = Annotated[
     str | None,
     typer.Option("--broker", "-b", callback=params.broker_address, help="One broker, host:port"),
 ]
+
+T = TypeVar("T")
 
 
 def _one_target(cluster: str | None, broker: str | None) -> None:
@@ -269,15 +272,25 @@ def skip_accumulated(
     reset_offset(group, topic, "now", force, namesrv, as_json, access_key, secret_key, timeout_ms)
 
 
-async def _broker_stats(admin: Admin, broker: str | None, order_only: bool) -> list[ConsumeStatsList]:
+async def _ask_each_master(
+    admin: Admin, broker: str | None, ask: Callable[[str], Awaitable[T]]
+) -> list[tuple[str, T]]:
+    """``ask(addr)`` of ``broker``, or of every master when none is named, with a progress bar."""
     addrs = [broker] if broker is not None else [b.addr for b in await admin.brokers(masters_only=True)]
-    found: list[ConsumeStatsList] = []
+    found: list[tuple[str, T]] = []
     with walking("asking each broker") as bar:
         task = bar.add_task("brokers", total=len(addrs))
         for addr in addrs:
-            found.append(await admin.broker_consume_stats(addr, order_only=order_only))
+            found.append((addr, await ask(addr)))
             bar.advance(task)
     return found
+
+
+async def _broker_stats(admin: Admin, broker: str | None, order_only: bool) -> list[ConsumeStatsList]:
+    asked = await _ask_each_master(
+        admin, broker, lambda addr: admin.broker_consume_stats(addr, order_only=order_only)
+    )
+    return [stats for _addr, stats in asked]
 
 
 @group_app.command("broker-stats")
@@ -330,14 +343,7 @@ def producers(
 
 
 async def _producer_tables(admin: Admin, broker: str | None) -> list[tuple[str, ProducerTableInfo]]:
-    addrs = [broker] if broker is not None else [b.addr for b in await admin.brokers(masters_only=True)]
-    found: list[tuple[str, ProducerTableInfo]] = []
-    with walking("asking each broker") as bar:
-        task = bar.add_task("brokers", total=len(addrs))
-        for addr in addrs:
-            found.append((addr, await admin.producer_table(addr)))
-            bar.advance(task)
-    return found
+    return await _ask_each_master(admin, broker, admin.producer_table)
 
 
 @group_app.command("producer-table")
