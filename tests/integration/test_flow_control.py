@@ -37,6 +37,9 @@ log = logging.getLogger("tests.flow_control")
 
 #: The project's broker, and Apache's of each full release.
 SETUPS = ["python", *(f"binaries-{release.version}" for release in full_releases())]
+#: The 100,000-row Spark write (a minute each) runs against the project's broker and Apache's oldest full
+#: release, the 4.9 line users met the failures on; the pipelined and batch floods run on every set-up.
+SPARK_SETUPS = SETUPS[:2]
 #: Apache's answer to a send that waited too long in its queue.
 TIMEOUT_CLEAN_QUEUE = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while"
 MESSAGES = 4000
@@ -140,6 +143,7 @@ async def test_batches_are_each_stored_once(
     assert_pushed_back(await flood_and_read_back(cluster, BATCH, java_client(release)))
 
 
+@pytest.mark.parametrize("busy_cluster", SPARK_SETUPS, indirect=True)
 def test_spark_write_of_100k_rows_read_by_apaches_consumer(
     busy_cluster: tuple[Cluster, ApacheRelease],
     spark: Any,

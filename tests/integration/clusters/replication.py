@@ -42,6 +42,11 @@ class Pair:
     commit_logs: dict[str, Path] = dataclasses.field(default_factory=dict)
 
 
+#: Small commit-log files, so that a few tens of MB of replicated load cross several file ends (the master
+#: streams up to a file's end, then the next file's start; both logs must roll at the same record).
+HA_COMMIT_LOG_FILE_SIZE = 8 * 1024 * 1024
+
+
 def start_ha_broker(
     launch: Launch, kind: str, release: ApacheRelease, namesrv: str, *, slave: bool, role: str
 ) -> tuple[ManagedProcess, Path]:
@@ -51,6 +56,7 @@ def start_ha_broker(
         extra = {"brokerId": "1", "brokerRole": "SLAVE", "slaveReadEnable": "true"}
     else:
         extra = {"brokerId": "0", "brokerRole": role, "inSyncReplicas": "2", "totalReplicas": "2"}
+    extra["mappedFileSizeCommitLog"] = str(HA_COMMIT_LOG_FILE_SIZE)
     if kind == "python":
         process = python_servers.start_broker(
             launch, namesrv, broker_name=HA_BROKER, name=f"python-{name}", extra=extra
