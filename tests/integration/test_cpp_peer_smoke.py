@@ -291,3 +291,22 @@ def test_push_consume_delivers_and_redelivers(cpp_client: runner.CppClient, clus
     assert (failed.reconsume_times, again.reconsume_times) == (0, 1)
     assert len(cluster.requests(RequestCode.CONSUMER_SEND_MSG_BACK)) == 1
     assert_gone(result)
+
+
+def test_client_faults_are_told_from_real_timeouts_in_the_native_log() -> None:
+    """The C++ client's own faults (a spurious wake-up, its lock timing out) are recognised; a request that
+    really timed out, or no trouble at all, is no fault of the client's."""
+    timed_out = (
+        "(warning):waitResponse of code:105 with opaque:3 timeout[waitResponse:67]\n"
+        "(warning):wait response timeout or get NULL response of code:105, so closeTransport of addr:a\n"
+    )
+    woke_early = (
+        "(warning):wait response timeout or get NULL response of code:310, so closeTransport of addr:b\n"
+    )
+    locked = "(error):GetTransport of:127.0.0.1:1 get timed_mutex timeout[CreateTransport:297]\n"
+    assert runner.client_fault("(info):connect server with addr:a success\n") is None
+    assert runner.client_fault(timed_out) is None
+    assert runner.client_fault(timed_out + woke_early) == (
+        "a request ended without an answer before its timeout (a spurious wake-up)"
+    )
+    assert runner.client_fault(locked) == "its connection-table lock timed out"

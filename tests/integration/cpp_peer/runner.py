@@ -19,6 +19,7 @@ import json
 import os
 import platform
 import queue
+import re
 import shutil
 import signal
 import subprocess
@@ -59,15 +60,33 @@ class PeerFailed(AssertionError):
 
 
 class PeerClientContention(PeerFailed):
-    """The C++ client failed after its own connection table stayed locked (it logs ``get timed_mutex
-    timeout``): rocketmq-client-cpp 1.2.x gives up on a send at once when another of its threads holds that
-    lock or is still connecting to the same broker, whatever the broker does. Nothing a server answers
-    causes it, so the suite reruns such a test once (``--only-rerun`` in scripts/test.sh) instead of
-    calling the server wrong; any other peer failure fails at once."""
+    """The C++ client tripped over one of its own faults during the run (:func:`client_fault`), which no
+    server answer causes: rocketmq-client-cpp 1.2.x then gives up on a request whose answer may still come
+    (and resends it elsewhere), so what the run reports says nothing about the servers. The suite reruns
+    such a test once (``--only-rerun`` in scripts/test.sh); every other peer failure fails at once."""
 
 
 #: What the C++ client logs when it gave up waiting for its own connection-table lock.
 CPP_LOCK_TIMEOUT = "get timed_mutex timeout"
+#: What it logs when a synchronous request ended without an answer ...
+CPP_NO_ANSWER = "wait response timeout or get NULL response"
+#: ... and, before that, only when the wait really timed out.
+CPP_WAIT_TIMED_OUT = re.compile(r"waitResponse of code:\d+ with opaque:\d+ timeout")
+
+
+def client_fault(native_log: str) -> str | None:
+    """Which of the C++ client's own faults its log shows, if any.
+
+    ``ResponseFuture::waitResponse`` waits on a condition variable once, without a predicate: a spurious
+    wake-up returns "no answer" at once although the request went out (and may be stored), and the client
+    then closes the connection and retries. Such a wake-up shows as a no-answer line without the timeout
+    line a real timeout logs first. The connection-table lock timing out has a line of its own.
+    """
+    if CPP_LOCK_TIMEOUT in native_log:
+        return "its connection-table lock timed out"
+    if native_log.count(CPP_NO_ANSWER) > len(CPP_WAIT_TIMED_OUT.findall(native_log)):
+        return "a request ended without an answer before its timeout (a spurious wake-up)"
+    return None
 
 
 @dataclasses.dataclass(frozen=True)
@@ -155,11 +174,10 @@ class PeerResult:
     elapsed_s: float
     #: Which peer ran ("cpp peer", "java peer", "go peer"), for messages.
     name: str = "cpp peer"
-    #: Where the whole native log of a failed run was left (its tail alone rarely shows the first error).
-    kept_log_dir: Path | None = None
-    #: The C++ client logged its connection-table lock timeout somewhere in this run (see
-    #: :class:`PeerClientContention`).
-    client_lock_timeout: bool = False
+    #: The whole native log (``native_log`` is its tail), written out when a check fails.
+    native_log_whole: str = dataclasses.field(default="", repr=False)
+    #: One of the C++ client's own faults met during the run (:func:`client_fault`), if any.
+    fault: str | None = None
 
     def of(self, event: str) -> list[dict[str, Any]]:
         return [e for e in self.events if e.get("event") == event]
@@ -206,16 +224,26 @@ class PeerResult:
             lines.append("  stderr (tail):\n" + _indent(self.stderr[-2000:]))
         if self.native_log.strip() and not self.ok:
             lines.append("  native log (tail):\n" + _indent(self.native_log[-2000:]))
-        if self.kept_log_dir is not None:
-            lines.append(f"  whole native log kept in {self.kept_log_dir}")
+        if self.fault is not None:
+            lines.append(f"  the C++ client's own fault: {self.fault}")
         return "\n".join(lines)
 
     def check(self) -> PeerResult:
         """Returns self if the run succeeded, else raises :class:`PeerFailed` with :meth:`describe`."""
         if not self.ok:
-            failure = PeerClientContention if self.client_lock_timeout else PeerFailed
-            raise failure(self.describe())
+            failure = PeerClientContention if self.fault is not None else PeerFailed
+            raise failure(self.describe() + self.keep_native_log())
         return self
+
+    def keep_native_log(self) -> str:
+        """Writes the whole native log to a file of its own (its tail rarely shows the first error);
+        returns a line naming it, for a failure message."""
+        if not self.native_log_whole:
+            return ""
+        handle, name = tempfile.mkstemp(prefix=f"{self.name.replace(' ', '-')}-{self.pid}-", suffix=".log")
+        with os.fdopen(handle, "w", encoding="utf-8") as out:
+            out.write(self.native_log_whole)
+        return f"\n  whole native log: {name}"
 
 
 def _indent(text: str) -> str:
@@ -453,16 +481,13 @@ class PeerProcess:
             noise=list(self._noise),
             stderr=self._stderr.decode("utf-8", "replace")[-TAIL_CHARS:],
             native_log=native_log[-TAIL_CHARS:],
-            client_lock_timeout=CPP_LOCK_TIMEOUT in native_log,
+            native_log_whole=native_log,
+            fault=client_fault(native_log),
             killed=killed,
             elapsed_s=time.monotonic() - self._started,
         )
         if self._own_log_dir:
-            # A peer that failed by itself (not one the runner ended) keeps its log for the failure message.
-            if self._result.killed or self._result.returncode == EXIT_OK or not self._result.native_log:
-                shutil.rmtree(self.log_dir, ignore_errors=True)
-            else:
-                self._result.kept_log_dir = self.log_dir
+            shutil.rmtree(self.log_dir, ignore_errors=True)
         with _registry_lock:
             _running.pop(self._proc.pid, None)
         return self._result
@@ -650,7 +675,11 @@ class PeerClient:
         if group is not None:
             args += ["--group", group]
         stdin = json.dumps(list(messages))
-        return self.run(command, [*args, *extra], namesrv=namesrv, stdin=stdin, timeout=timeout)
+        result = self.run(command, [*args, *extra], namesrv=namesrv, stdin=stdin, timeout=timeout)
+        if result.fault is not None:
+            # The client resent what may already be stored: duplicates and order say nothing of the servers.
+            raise PeerClientContention(result.describe() + result.keep_native_log())
+        return result
 
     def send_sync(
         self, namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], **kw: Any
