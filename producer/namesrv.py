@@ -19,17 +19,9 @@ from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.namesrv import GetRouteInfoRequestHeader
 from rocketmq_wire.transport import RemotingError
+from rocketmq_wire.transport.address import parse_namesrv_list as parse_namesrv_list  # re-exported
 
 logger = logging.getLogger("producer.namesrv")
-
-
-def parse_namesrv_list(namesrv: str | list[str] | tuple[str, ...]) -> list[str]:
-    """``"host:port;host:port"`` (Java's ``namesrvAddr`` syntax) or a sequence of addresses, as a list."""
-    items = namesrv.split(";") if isinstance(namesrv, str) else list(namesrv)
-    addrs = [item.strip() for item in items if item.strip()]
-    if not addrs:
-        raise ValueError("no NameServer address given")
-    return addrs
 
 
 def route_request(topic: str) -> RemotingCommand:

@@ -25,6 +25,15 @@ def parse_address(addr: str) -> tuple[str, int]:
     return host, port
 
 
+def parse_namesrv_list(namesrv: str | list[str] | tuple[str, ...]) -> list[str]:
+    """``"host:port;host:port"`` (Java's ``namesrvAddr`` syntax) or a sequence of addresses, as a list."""
+    items = namesrv.split(";") if isinstance(namesrv, str) else list(namesrv)
+    addrs = [item.strip() for item in items if item.strip()]
+    if not addrs:
+        raise ValueError("no NameServer address given")
+    return addrs
+
+
 def format_address(sockaddr: Any) -> str:
     """``(host, port, ...)`` as returned by ``getpeername`` to "host:port"; anything else via ``str``."""
     if isinstance(sockaddr, tuple) and len(sockaddr) >= 2:
