@@ -18,13 +18,6 @@ from rich.console import Console
 from rich.markup import escape
 from typer.core import TyperGroup
 
-from admin.errors import AdminError
-from broker.store import StoreLockedError
-from consumer.errors import ConsumerError
-from producer.errors import ProducerError
-from rocketmq_wire.errors import CodecError
-from rocketmq_wire.transport import RemotingError
-
 P = ParamSpec("P")
 R = TypeVar("R")
 
@@ -38,18 +31,25 @@ class CliError(Exception):
 
 
 #: What a command may fail with at run time: the user's input, files, the network and the peers. Each
-#: library's errors share one base class whose message already says what failed and where.
-EXPECTED_ERRORS: tuple[type[BaseException], ...] = (
-    CliError,
-    AdminError,
-    ProducerError,
-    ConsumerError,
-    RemotingError,
-    CodecError,
-    StoreLockedError,
-    OSError,
-    TimeoutError,
+#: library's errors share one base class whose message already says what failed and where; they are named
+#: here as (module, class), because a command imports only the libraries it uses (``rmq --help`` none).
+LIBRARY_ERRORS: tuple[tuple[str, str], ...] = (
+    ("admin.errors", "AdminError"),
+    ("producer.errors", "ProducerError"),
+    ("consumer.errors", "ConsumerError"),
+    ("rocketmq_wire.transport.errors", "RemotingError"),
+    ("rocketmq_wire.errors", "CodecError"),
+    ("broker.store.message_store", "StoreLockedError"),
 )
+
+
+def expected_errors() -> tuple[type[BaseException], ...]:
+    """:class:`CliError`, OS errors, timeouts and the :data:`LIBRARY_ERRORS` of the libraries loaded so
+    far: an exception of a library that was never imported cannot have been raised."""
+    loaded = tuple(
+        getattr(sys.modules[module], name) for module, name in LIBRARY_ERRORS if module in sys.modules
+    )
+    return (CliError, *loaded, OSError, TimeoutError)
 
 
 def debugging() -> bool:
@@ -78,12 +78,14 @@ def friendly(func: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         try:
             return func(*args, **kwargs)
-        except EXPECTED_ERRORS as exc:
+        except KeyboardInterrupt:
+            raise fail("interrupted", 130) from None
+        except Exception as exc:
+            if not isinstance(exc, expected_errors()):
+                raise
             if debugging():
                 traceback.print_exc()
             raise fail(str(exc) or type(exc).__name__) from None
-        except KeyboardInterrupt:
-            raise fail("interrupted", 130) from None
 
     return wrapper
 
