@@ -8,7 +8,6 @@ JSON unless ``ROCKETMQ_SERIALIZE_TYPE=ROCKETMQ``, the variable Apache's mqadmin 
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import enum
 import json
@@ -16,16 +15,20 @@ import logging
 import os
 import sys
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+from rich.text import Text
 
-from admin import Admin
 from cli import params
 from cli.errors import CliError, debugging
 from rocketmq_wire.codes import SerializeType
+
+if TYPE_CHECKING:
+    from rich.progress import Progress
+
+    from admin import Admin
 
 T = TypeVar("T")
 
@@ -65,6 +68,8 @@ class Target:
     serialize_type: SerializeType = SerializeType.JSON
 
     def admin(self) -> Admin:
+        from admin import Admin
+
         return Admin(
             self.namesrv,
             access_key=self.access_key,
@@ -150,6 +155,8 @@ class StartupLogging:
 def run_async(work: Awaitable[T]) -> T:
     """Run a coroutine to completion (its failures are reported by :func:`cli.errors.friendly`)."""
 
+    import asyncio
+
     async def main() -> T:
         return await work
 
@@ -176,6 +183,11 @@ def out() -> Console:
     width, into a pipe they are as wide as their content needs."""
     width = None if sys.stdout.isatty() else PIPE_WIDTH
     return Console(highlight=False, soft_wrap=True, emoji=False, width=width)
+
+
+def cell(value: object) -> Text:
+    """A table cell showing ``value`` as it is (server data is never read as rich markup)."""
+    return Text("" if value is None else str(value))
 
 
 def err() -> Console:
@@ -206,6 +218,8 @@ def walking(what: str) -> Progress:
     It never touches standard output (``--json`` stays clean) and shows only on a terminal, so pipes and
     logs get no control characters; ``transient`` clears it once the walk is over.
     """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
+
     console = err()
     return Progress(
         TextColumn(what),

@@ -16,9 +16,8 @@ from pathlib import Path
 
 import typer
 
-from producer.namesrv import parse_namesrv_list
 from rocketmq_wire.topics import validate_group, validate_topic
-from rocketmq_wire.transport.address import parse_address
+from rocketmq_wire.transport.address import parse_address, parse_namesrv_list
 
 #: Counts and sizes travel as Java ``int`` fields; a larger number could not be sent.
 JAVA_INT_MAX = 2**31 - 1

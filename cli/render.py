@@ -13,19 +13,17 @@ import datetime as dt
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.table import Table
-from rich.text import Text
 
-from admin import BrokerAddress, ConsumerProgress, TopicStatus
-from rocketmq_wire.bodies import TopicRouteData
-from rocketmq_wire.message import MessageExt
+from cli.common import cell
 from rocketmq_wire.perm import perm_to_string
 
-
-def cell(value: object) -> Text:
-    return Text("" if value is None else str(value))
+if TYPE_CHECKING:
+    from admin import BrokerAddress, ConsumerProgress, TopicStatus
+    from rocketmq_wire.bodies import TopicRouteData
+    from rocketmq_wire.message import MessageExt
 
 
 def timestamp(ms: int) -> str:
