@@ -9,12 +9,10 @@ broker or every broker of a cluster (of all clusters when none is named), with a
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from admin import Admin
 from cli import params
 from cli.common import (
     AccessKey,
@@ -23,6 +21,7 @@ from cli.common import (
     SecretKey,
     Target,
     TimeoutMs,
+    cell,
     emit_json,
     out,
     target,
@@ -30,7 +29,9 @@ from cli.common import (
     with_admin,
 )
 from cli.errors import CliError, friendly
-from cli.render import cell
+
+if TYPE_CHECKING:
+    from admin import Admin
 
 Broker = Annotated[
     str | None,
@@ -66,6 +67,8 @@ def _walk(
 
 
 def _report(done: list[str], what: str, as_json: bool) -> None:
+    from rich.table import Table
+
     if as_json:
         emit_json({"brokers": done, "success": True})
         return

@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from cli import params
 from cli.cluster_cmds import clusters
@@ -19,13 +18,13 @@ from cli.common import (
     SecretKey,
     Target,
     TimeoutMs,
+    cell,
     emit_json,
     out,
     target,
     with_admin,
 )
 from cli.errors import CliError, friendly
-from cli.render import cell, key_value_table
 
 cluster_app = typer.Typer(
     help="Clusters and NameServers: brokers' write permission, NameServer settings.", no_args_is_help=True
@@ -91,6 +90,8 @@ def namesrv_config(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Every NameServer's settings (mqadmin getNamesrvConfig)."""
+    from cli.render import key_value_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: admin.namesrv_config())
     if as_json:
@@ -113,6 +114,8 @@ def update_namesrv_config(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Change a setting of every NameServer while it runs (mqadmin updateNamesrvConfig)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     written = with_admin(where, lambda admin: admin.update_namesrv_config({key: value}))
     if as_json:
@@ -142,6 +145,8 @@ def cluster_rt(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Average send round trip to every broker, each through its own topic (mqadmin clusterRT; one round)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     rows = with_admin(where, lambda admin: admin.cluster_rt(cluster, amount, size))
     if as_json:

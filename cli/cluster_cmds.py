@@ -3,15 +3,17 @@ know and what each broker says about itself."""
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from admin import Admin, AdminError, BrokerAddress
 from cli import params
 from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
 from cli.errors import friendly
-from cli.render import BrokerRow, broker_row, clusters_table, key_value_table, route_json, route_table
+
+if TYPE_CHECKING:
+    from admin import Admin, BrokerAddress
+    from cli.render import BrokerRow
 
 BrokerAddr = Annotated[
     str | None,
@@ -30,6 +32,8 @@ def route(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Show where a topic lives: its brokers, their addresses, queue counts and permissions."""
+    from cli.render import route_json, route_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     data = with_admin(where, lambda admin: admin.topic_route(topic))
     if as_json:
@@ -39,6 +43,9 @@ def route(
 
 
 async def _broker_rows(admin: Admin, cluster: str | None) -> list[BrokerRow]:
+    from admin import AdminError
+    from cli.render import broker_row
+
     rows = []
     for broker in await admin.brokers(cluster):
         try:
@@ -58,6 +65,8 @@ def clusters(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """List clusters and their brokers with version, throughput and disk use (mqadmin clusterList)."""
+    from cli.render import clusters_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     rows = with_admin(where, lambda admin: _broker_rows(admin, cluster))
     if as_json:
@@ -67,6 +76,8 @@ def clusters(
 
 
 async def _chosen_brokers(admin: Admin, broker: str | None, cluster: str | None) -> list[BrokerAddress]:
+    from admin import BrokerAddress
+
     if broker is not None:
         return [b for b in await admin.brokers() if b.addr == broker] or [BrokerAddress("", "", 0, broker)]
     return await admin.brokers(cluster)
@@ -85,6 +96,8 @@ async def _stats_of(
 
 
 def _show_tables(found: dict[str, dict[str, str]], as_json: bool, *, sort: bool) -> None:
+    from cli.render import key_value_table
+
     if as_json:
         emit_json(found)
         return

@@ -7,13 +7,21 @@ import time
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
-from admin import RESET_TO_LATEST
 from cli import params
-from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
+from cli.common import (
+    AccessKey,
+    AsJson,
+    Namesrv,
+    SecretKey,
+    TimeoutMs,
+    cell,
+    emit_json,
+    out,
+    target,
+    with_admin,
+)
 from cli.errors import friendly
-from cli.render import cell, progress_table
 
 Group = Annotated[str, typer.Argument(callback=params.group_name, help="Consumer group")]
 
@@ -31,6 +39,8 @@ def consumer_progress(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Broker offset, consumer offset and lag of every queue, with totals (mqadmin consumerProgress)."""
+    from cli.render import progress_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     progress = with_admin(where, lambda admin: admin.consumer_progress(group, topic))
     if as_json:
@@ -49,6 +59,8 @@ def consumer_connections(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """The live members of a consumer group and their subscriptions (mqadmin consumerConnection)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: admin.consumer_connections(group))
     if as_json:
@@ -74,6 +86,8 @@ def consumer_connections(
 def parse_when(text: str) -> int:
     """``now``/``latest``, epoch milliseconds, or an ISO date-time (local time unless it has an offset)."""
     if text.lower() in ("now", "latest"):
+        from admin import RESET_TO_LATEST
+
         return RESET_TO_LATEST
     if text.isdigit():
         return params.epoch_ms(int(text), "--to")
@@ -105,6 +119,8 @@ def reset_offset(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Move a consumer group's offsets on a topic to a point in time (mqadmin resetOffsetByTime)."""
+    from rich.table import Table
+
     timestamp_ms = parse_when(when)
     where = target(namesrv, access_key, secret_key, timeout_ms)
     rows = with_admin(
@@ -124,6 +140,8 @@ def reset_offset(
             cell(row.new_offset),
             cell(row.method.value),
         )
+    from admin import RESET_TO_LATEST
+
     table.caption = (
         f"reset to {'the end' if timestamp_ms == RESET_TO_LATEST else time.ctime(timestamp_ms / 1000)}"
     )

@@ -7,12 +7,10 @@ user finds ``updateSubGroup``, ``consumerStatus`` and the rest.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from typing import Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, TypeVar
 
 import typer
-from rich.table import Table
 
-from admin import Admin
 from cli import params
 from cli.common import (
     AccessKey,
@@ -20,6 +18,7 @@ from cli.common import (
     Namesrv,
     SecretKey,
     TimeoutMs,
+    cell,
     emit_json,
     out,
     target,
@@ -29,25 +28,10 @@ from cli.common import (
 )
 from cli.consumer_cmds import consumer_connections, consumer_progress, reset_offset
 from cli.errors import CliError, friendly
-from cli.group_render import (
-    allocation_json,
-    allocation_table,
-    broker_consume_stats_rows,
-    broker_consume_stats_table,
-    group_config_table,
-    producer_table_json,
-    producer_table_table,
-    running_info_json,
-    running_info_tables,
-    running_summary_table,
-)
-from cli.render import cell
-from rocketmq_wire.bodies import (
-    ConsumerRunningInfo,
-    ConsumeStatsList,
-    ProducerTableInfo,
-    SubscriptionGroupConfig,
-)
+
+if TYPE_CHECKING:
+    from admin import Admin
+    from rocketmq_wire.bodies import ConsumerRunningInfo, ConsumeStatsList, ProducerTableInfo
 
 group_app = typer.Typer(
     help="Consumer and producer groups: settings, status, offsets (mqadmin's group commands).",
@@ -105,6 +89,8 @@ def update(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Create or update a group's settings on a broker or a cluster (mqadmin updateSubGroup)."""
+    from rocketmq_wire.bodies import SubscriptionGroupConfig
+
     _one_target(cluster, broker)
     config = SubscriptionGroupConfig(
         group_name=group,
@@ -173,6 +159,8 @@ def config(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """A group's settings on every broker group that has them (mqadmin getConsumerConfig)."""
+    from cli.group_render import group_config_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: admin.subscription_group_configs(group))
     if as_json:
@@ -217,6 +205,8 @@ def status(
 ) -> None:
     """What the group's members say about themselves: settings, subscriptions, queues, RT and TPS
     (mqadmin consumerStatus)."""
+    from cli.group_render import running_info_json, running_info_tables, running_summary_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     infos = with_admin(where, lambda admin: _running_infos(admin, group, client_id, jstack))
     if as_json:
@@ -243,6 +233,8 @@ def clone_offset(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Give one group the committed offsets of another on a topic (mqadmin cloneGroupOffset)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     cloned = with_admin(where, lambda admin: admin.clone_group_offset(src, dest, topic))
     if as_json:
@@ -306,6 +298,8 @@ def broker_stats(
 ) -> None:
     """Progress of every group on a broker (every master by default), with lag
     (mqadmin brokerConsumeStats)."""
+    from cli.group_render import broker_consume_stats_rows, broker_consume_stats_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: _broker_stats(admin, broker, order_only))
     if as_json:
@@ -327,6 +321,8 @@ def producers(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """The live connections of a producer group (mqadmin producerConnection)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: admin.producer_connections(group, topic))
     if as_json:
@@ -358,6 +354,8 @@ def producer_table(
 ) -> None:
     """Every producer group on a broker (every master by default) with its connected producers
     (mqadmin producer)."""
+    from cli.group_render import producer_table_json, producer_table_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: _producer_tables(admin, broker))
     if as_json:
@@ -382,6 +380,8 @@ def allocate(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Which queues each client would get from a rebalance of the topic (mqadmin allocateMQ)."""
+    from cli.group_render import allocation_json, allocation_table
+
     ids = [part for part in ip_list.split(",") if part.strip()]
     where = target(namesrv, access_key, secret_key, timeout_ms)
     result = with_admin(where, lambda admin: admin.allocate_queues(topic, ids, strategy))

@@ -10,8 +10,8 @@ from typing import Any
 from rich.table import Table
 
 from admin import GroupConfigOnBroker
-from cli.common import to_plain
-from cli.render import cell, key_value_table, timestamp
+from cli.common import cell, to_plain
+from cli.render import key_value_table, timestamp
 from rocketmq_wire.bodies import ConsumerRunningInfo, ConsumeStatsList, MessageQueue, ProducerTableInfo
 
 

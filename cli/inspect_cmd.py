@@ -6,18 +6,21 @@ import json
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from cli.errors import CliError, friendly
-from rocketmq_wire import FrameDecoder, RemotingCommand
 from rocketmq_wire.errors import CodecError
+
+if TYPE_CHECKING:
+    from rocketmq_wire import RemotingCommand
 
 
 def _frames_from(path: Path) -> Iterator[tuple[str, RemotingCommand]]:
+    from rocketmq_wire import FrameDecoder
+
     data = sys.stdin.buffer.read() if str(path) == "-" else path.read_bytes()
     text: str | None
     try:
@@ -57,6 +60,8 @@ def _json_line(line: str, where: str) -> dict[str, Any]:
 
 
 def _decode_hex(text: Any, where: str) -> RemotingCommand:
+    from rocketmq_wire import RemotingCommand
+
     try:
         frame = bytes.fromhex(text)
     except (TypeError, ValueError):
@@ -85,6 +90,8 @@ def inspect(
     as_json: bool = typer.Option(False, "--json", help="One JSON object per frame"),
 ) -> None:
     """Decode RemotingCommand frames and show their headers."""
+    from rich.table import Table
+
     out = Console(highlight=False)
     table = Table("id", "kind", "code", "opaque", "lang", "ser", "fields", "body")
     for count, (ident, cmd) in enumerate(_frames_from(path), 1):

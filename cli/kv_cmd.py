@@ -7,9 +7,19 @@ from typing import Annotated
 import typer
 
 from cli import params
-from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
+from cli.common import (
+    AccessKey,
+    AsJson,
+    Namesrv,
+    SecretKey,
+    TimeoutMs,
+    cell,
+    emit_json,
+    out,
+    target,
+    with_admin,
+)
 from cli.errors import CliError, friendly
-from cli.render import cell, key_value_table
 
 kv_app = typer.Typer(help="Read and change the NameServers' KV settings.", no_args_is_help=True)
 
@@ -52,6 +62,8 @@ def list_keys(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Every key and value of a namespace."""
+    from cli.render import key_value_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     values = with_admin(where, lambda admin: admin.kv_list(namespace))
     if as_json:

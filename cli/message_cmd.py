@@ -4,12 +4,10 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from admin import Admin, SendRtReport
 from cli import params
 from cli.common import (
     AccessKey,
@@ -17,6 +15,7 @@ from cli.common import (
     Namesrv,
     SecretKey,
     TimeoutMs,
+    cell,
     emit_json,
     out,
     target,
@@ -25,10 +24,14 @@ from cli.common import (
     with_admin,
 )
 from cli.errors import CliError, friendly
-from cli.render import cell, message_detail, message_json, messages_table
-from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import TRACE_TOPIC
-from rocketmq_wire.trace import TraceContext, TraceType
+
+if TYPE_CHECKING:
+    from rich.table import Table
+
+    from admin import Admin, SendRtReport
+    from rocketmq_wire.message import MessageExt
+    from rocketmq_wire.trace import TraceContext
 
 message_app = typer.Typer(help="Find stored messages by id or key.", no_args_is_help=True)
 
@@ -55,6 +58,8 @@ def get(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Show one message: fields, properties and body (mqadmin queryMsgById / queryMsgByUniqueKey)."""
+    from cli.render import message_detail, message_json
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     message = with_admin(where, lambda admin: admin.get_message(msg_id.strip(), topic))
     if as_json:
@@ -85,6 +90,8 @@ def query(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Messages of a topic by key or by unique key, from every broker of its route (oldest first)."""
+    from cli.render import message_json, messages_table
+
     if (key is None) == (unique_key is None):
         raise CliError("pass exactly one of --key and --unique-key")
     where = target(namesrv, access_key, secret_key, timeout_ms)
@@ -122,6 +129,8 @@ def at_offset(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """The message at one offset of one queue (mqadmin queryMsgByOffset)."""
+    from cli.render import message_detail, message_json
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     message = with_admin(where, lambda admin: admin.message_at(topic, queue_id, offset, broker_name=broker))
     if as_json:
@@ -149,6 +158,8 @@ def print_queue(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Read a range of one queue without committing anything (mqadmin printMsgByQueue)."""
+    from cli.render import message_json, messages_table
+
     if end is not None and end < begin:
         raise CliError(f"--end {end} is before --begin {begin}")
     where = target(namesrv, access_key, secret_key, timeout_ms)
@@ -169,6 +180,8 @@ Size = Annotated[int, typer.Option("--size", "-s", min=1, max=4 * 1024 * 1024, h
 
 
 def _timings_table(report: SendRtReport) -> Table:
+    from rich.table import Table
+
     table = Table(title=f"Sends to {report.topic}", title_justify="left")
     for heading in ("Broker", "QID", "Result", "RT ms", "Message ID"):
         table.add_column(heading, justify="right" if heading in ("QID", "RT ms") else "left")
@@ -272,6 +285,8 @@ def consume_print(
 ) -> None:
     """Print a topic's stored messages without committing anything (mqadmin consumeMessage; with
     --begin/--end across every queue, mqadmin printMsg)."""
+    from cli.render import message_json, messages_table
+
     begin_ms, end_ms = _moment(begin, "--begin"), _moment(end, "--end")
     if offset is not None and (broker is None or queue_id is None):
         raise CliError("--offset needs --broker and --queue")
@@ -339,6 +354,8 @@ def _trace_time(ms: int) -> str:
 
 
 def _trace_status(ctx: TraceContext) -> str:
+    from rocketmq_wire.trace import TraceType
+
     if ctx.trace_type is TraceType.SUB_BEFORE:
         return ""
     if ctx.trace_type is TraceType.END_TRANSACTION:
@@ -364,6 +381,8 @@ def trace(
 ) -> None:
     """Message trace of one message: Pub, SubBefore, SubAfter and EndTransaction records, oldest first
     (mqadmin queryMsgTraceById)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: admin.query_trace(msg_id.strip(), trace_topic))
     rows = trace_rows(found)

@@ -3,12 +3,10 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.table import Table
 
-from admin import DEFAULT_PERM, DEFAULT_QUEUE_NUMS, Admin, AdminError, TopicDeleted, TopicGroupStats
 from cli import params
 from cli.common import (
     AccessKey,
@@ -16,6 +14,7 @@ from cli.common import (
     Namesrv,
     SecretKey,
     TimeoutMs,
+    cell,
     emit_json,
     out,
     target,
@@ -24,10 +23,18 @@ from cli.common import (
     with_admin,
 )
 from cli.errors import CliError, friendly
-from cli.render import cell, topic_status_table
+from rocketmq_wire.perm import PERM_READ, PERM_WRITE
 from rocketmq_wire.topics import is_dlq_topic, is_retry_topic
 
+if TYPE_CHECKING:
+    from admin import Admin, TopicDeleted, TopicGroupStats
+
 log = logging.getLogger("cli.topic")
+
+#: The defaults of ``admin.Admin.create_topic`` (``admin.topics``), shown in the help; a unit test checks
+#: that they still agree.
+DEFAULT_QUEUE_NUMS = 8
+DEFAULT_PERM = PERM_READ | PERM_WRITE
 
 topic_app = typer.Typer(help="List, create, delete and inspect topics.", no_args_is_help=True)
 
@@ -173,6 +180,8 @@ def status(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Min and max offset and last store time of every queue (mqadmin topicStatus)."""
+    from cli.render import topic_status_table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     found = with_admin(where, lambda admin: admin.topic_status(topic))
     if as_json:
@@ -274,6 +283,8 @@ def order_conf(
 
 
 async def _stats_all(admin: Admin, only: str | None, active: bool) -> list[TopicGroupStats]:
+    from admin import AdminError
+
     names = [only] if only is not None else sorted(await admin.topic_list())
     names = [n for n in names if not (is_retry_topic(n) or is_dlq_topic(n))]
     rows: list[TopicGroupStats] = []
@@ -302,6 +313,8 @@ def stats_all(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Put and get rates, day counts and backlog of every topic and consuming group (mqadmin statsAll)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     rows = with_admin(where, lambda admin: _stats_all(admin, topic, active))
     if as_json:
@@ -346,6 +359,8 @@ def query_cq(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Raw consume-queue entries of one queue: commit-log offset, size, tag code (mqadmin queryCq)."""
+    from rich.table import Table
+
     where = target(namesrv, access_key, secret_key, timeout_ms)
     answers = with_admin(
         where,
