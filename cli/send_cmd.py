@@ -3,36 +3,20 @@ throughput summary, through the project's producer."""
 
 from __future__ import annotations
 
-import asyncio
-import itertools
 import sys
-import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated
 
 import typer
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TimeElapsedColumn
-from rich.table import Table
 
 from cli import params
-from cli.common import (
-    AccessKey,
-    AsJson,
-    Namesrv,
-    SecretKey,
-    Target,
-    emit_json,
-    err,
-    out,
-    run_async,
-    target,
-)
+from cli.common import AccessKey, AsJson, Namesrv, SecretKey, emit_json, out, run_async, target
 from cli.errors import CliError, friendly
-from cli.render import cell
-from cli.send_stats import SendStats, SendSummary
-from producer import Message, Producer, ProducerError, SendResult
 from rocketmq_wire.errors import CodecError
+
+if TYPE_CHECKING:
+    from rocketmq_wire.message import Message
 
 DEFAULT_GROUP = "rmq-cli-producer"
 DEFAULT_BATCH_SIZE = 32
@@ -90,6 +74,8 @@ def build_message(
     delay_level: int,
 ) -> Message:
     """One message; each ``--keys`` value may hold several space-separated keys."""
+    from rocketmq_wire.message import Message
+
     split_keys = [no_separators(key, "--keys") for value in keys for key in value.split()]
     if tags is not None:
         no_separators(tags, "--tags")
@@ -99,135 +85,6 @@ def build_message(
         )
     except CodecError as exc:
         raise CliError(str(exc)) from None
-
-
-def _result_json(result: SendResult) -> dict[str, Any]:
-    return {
-        "status": result.status.value,
-        "msg_id": result.msg_id,
-        "offset_msg_id": result.offset_msg_id,
-        "topic": result.message_queue.topic,
-        "broker_name": result.message_queue.broker_name,
-        "queue_id": result.message_queue.queue_id,
-        "queue_offset": result.queue_offset,
-    }
-
-
-def _results_table(results: Sequence[SendResult]) -> Table:
-    table = Table()
-    for heading in ("Broker", "QID", "Status", "Message ID", "Offset message ID", "Queue offset"):
-        table.add_column(heading)
-    for result in results:
-        table.add_row(
-            cell(result.message_queue.broker_name),
-            cell(result.message_queue.queue_id),
-            cell(result.status.value),
-            cell(result.msg_id),
-            cell(result.offset_msg_id),
-            cell(result.queue_offset),
-        )
-    return table
-
-
-def _summary_table(summary: SendSummary, body_size: int) -> Table:
-    table = Table.grid(padding=(0, 2))
-    table.add_column(style="bold")
-    table.add_column(justify="right")
-    rows = [
-        ("sent", f"{summary.sent} messages of {body_size} B"),
-        ("failed", str(summary.failed)),
-        ("time", f"{summary.seconds:.3f} s"),
-        ("throughput", f"{summary.msgs_per_s:,.1f} msgs/s  {summary.mb_per_s:,.3f} MB/s"),
-        (
-            "latency",
-            f"p50 {summary.latency_p50_ms:.2f} ms  p99 {summary.latency_p99_ms:.2f} ms  "
-            f"max {summary.latency_max_ms:.2f} ms",
-        ),
-    ]
-    for name, value in rows:
-        table.add_row(name, cell(value))
-    return table
-
-
-class _Sender:
-    """Sends ``count`` copies of a message, ``concurrency`` requests at a time, into ``stats``."""
-
-    def __init__(self, producer: Producer, message: Message, *, oneway: bool, batch_size: int) -> None:
-        self.producer = producer
-        self.message = message
-        self.oneway = oneway
-        self.batch_size = batch_size
-        self.stats = SendStats()
-        self.results: list[SendResult] = []
-
-    async def one_request(self, messages: int) -> None:
-        started = time.perf_counter()
-        try:
-            if self.batch_size:
-                result = await self.producer.send_batch([self.message] * messages)
-                self.results.append(result)
-            elif self.oneway:
-                await self.producer.send_oneway(self.message)
-            else:
-                self.results.append(await self.producer.send(self.message))
-        except ProducerError as exc:
-            self.stats.record_failure(messages, str(exc))
-            return
-        self.stats.record(time.perf_counter() - started, messages, messages * len(self.message.body))
-
-    async def run(self, count: int, concurrency: int, progress: Progress | None) -> SendSummary:
-        requests = -(-count // self.batch_size) if self.batch_size else count
-        task = progress.add_task("sending", total=count) if progress is not None else None
-        pending = _request_sizes(count, self.batch_size)
-        started = time.perf_counter()
-
-        async def worker() -> None:
-            for size in pending:
-                await self.one_request(size)
-                if progress is not None and task is not None:
-                    progress.advance(task, size)
-
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, requests))))
-        return self.stats.summary(time.perf_counter() - started)
-
-
-def _request_sizes(count: int, batch_size: int) -> Iterator[int]:
-    """Messages per request, made as the workers take them (a list of a billion ones would not fit)."""
-    if not batch_size:
-        yield from itertools.repeat(1, count)
-        return
-    full, rest = divmod(count, batch_size)
-    yield from itertools.repeat(batch_size, full)
-    if rest:
-        yield rest
-
-
-async def _send(
-    where: Target,
-    group: str,
-    message: Message,
-    *,
-    count: int,
-    oneway: bool,
-    batch_size: int,
-    concurrency: int,
-    show_progress: bool,
-) -> tuple[_Sender, SendSummary]:
-    producer = Producer(
-        group,
-        where.namesrv,
-        access_key=where.access_key,
-        secret_key=where.secret_key,
-        serialize_type=where.serialize_type,
-    )
-    async with producer:
-        sender = _Sender(producer, message, oneway=oneway, batch_size=batch_size)
-        if not show_progress:
-            return sender, await sender.run(count, concurrency, None)
-        columns = (BarColumn(), MofNCompleteColumn(), TaskProgressColumn(), TimeElapsedColumn())
-        with Progress(*columns, console=err(), transient=True) as progress:
-            summary = await sender.run(count, concurrency, progress)
-        return sender, summary
 
 
 @friendly
@@ -284,9 +141,12 @@ def send(
         properties=parse_properties(properties or []),
         delay_level=delay_level,
     )
+    # the producer is imported only now that the command line and the message are known to be good
+    from cli.send_run import result_json, results_table, send_messages, summary_table
+
     many = count > 1
     sender, summary = run_async(
-        _send(
+        send_messages(
             where,
             group,
             message,
@@ -303,12 +163,12 @@ def send(
         if many:
             emit_json({"summary": summary, "body_bytes": len(message.body), "oneway": oneway, "batch": batch})
         else:
-            emit_json(_result_json(sender.results[0]) if sender.results else {"oneway": True, "sent": 1})
+            emit_json(result_json(sender.results[0]) if sender.results else {"oneway": True, "sent": 1})
     elif many:
-        out().print(_summary_table(summary, len(message.body)))
+        out().print(summary_table(summary, len(message.body)))
     elif oneway:
         out().print(f"sent one message to {topic} without waiting for an answer")
     else:
-        out().print(_results_table(sender.results))
+        out().print(results_table(sender.results))
     if summary.failed:
         raise CliError(f"{summary.failed} of {count} messages failed; first error: {summary.first_error}")

@@ -1,0 +1,116 @@
+"""The running half of ``rmq consume`` (:mod:`cli.consume_cmd`): the pull consumer and the loop printing
+what it polls, imported only once the command line has been checked."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import signal
+import sys
+from typing import TextIO
+
+from cli.common import Target
+from cli.consume_cmd import message_line, message_record
+from consumer import ConsumerConfig, MessageExt, PolledBatch, PullConsumer
+
+#: How long one poll waits before checking for Ctrl-C and ``--count`` again.
+_POLL_S = 1.0
+
+
+class Printer:
+    def __init__(self, stream: TextIO, as_json: bool) -> None:
+        self._stream = stream
+        self._json = as_json
+
+    def show(self, batch: PolledBatch, message: MessageExt) -> None:
+        if self._json:
+            line = json.dumps(message_record(message, batch.queue.broker_name), ensure_ascii=False)
+        else:
+            line = message_line(message)
+        self._stream.write(line + "\n")
+        self._stream.flush()
+
+
+async def _poll_or_stop(consumer: PullConsumer, stop: asyncio.Event) -> PolledBatch | None:
+    polling = asyncio.ensure_future(consumer.poll_batch(_POLL_S))
+    stopping = asyncio.ensure_future(stop.wait())
+    done, _ = await asyncio.wait({polling, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    stopping.cancel()
+    if polling not in done:
+        polling.cancel()
+        await asyncio.gather(polling, return_exceptions=True)
+        return None
+    return polling.result()
+
+
+async def run_consume(
+    where: Target,
+    topic: str,
+    group: str,
+    expression: str,
+    start: str,
+    timestamp: int | None,
+    count: int,
+    printer: Printer,
+    stop: asyncio.Event,
+) -> int:
+    """Print messages until ``count`` were printed (0: no limit) or ``stop`` is set; returns how many."""
+    consumer = PullConsumer(
+        group,
+        where.namesrv,
+        consume_from=start,
+        consume_timestamp=timestamp,
+        auto_commit=False,
+        access_key=where.access_key,
+        secret_key=where.secret_key,
+        config=ConsumerConfig(
+            strict_consume_from=True, request_timeout_ms=where.timeout_ms, serialize_type=where.serialize_type
+        ),
+    )
+    consumer.subscribe(topic, expression)
+    printed = 0
+    await consumer.start()
+    try:
+        await consumer.fetch_message_queues(topic)  # a missing topic or NameServer: say so, do not wait
+        while not stop.is_set() and (count == 0 or printed < count):
+            batch = await _poll_or_stop(consumer, stop)
+            if batch is None:
+                continue
+            position = -1
+            for message in batch.messages:
+                if count and printed >= count:
+                    break
+                printer.show(batch, message)
+                printed += 1
+                position = message.queue_offset + 1
+            if position >= 0:
+                await consumer.commit({batch.queue: position}, persist=False)
+    finally:
+        await consumer.close()  # commits what was printed
+    return printed
+
+
+async def main(
+    where: Target,
+    topic: str,
+    group: str,
+    expression: str,
+    start: str,
+    timestamp: int | None,
+    count: int,
+    as_json: bool,
+) -> int:
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        with contextlib.suppress(NotImplementedError, RuntimeError):
+            loop.add_signal_handler(sig, stop.set)
+    try:
+        return await run_consume(
+            where, topic, group, expression, start, timestamp, count, Printer(sys.stdout, as_json), stop
+        )
+    finally:
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.remove_signal_handler(sig)
