@@ -2,22 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import enum
 import logging
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
-from broker import Broker, BrokerConfig
-from broker.config import BrokerRole, parse_java, parse_properties
-from broker.store import StoreLockedError
 from cli import params
 from cli.common import StartupLogging
 from cli.errors import CliError, friendly
 from rocketmq_wire.errors import CodecError
+
+if TYPE_CHECKING:
+    from broker import Broker, BrokerConfig
+    from broker.config import BrokerRole
 
 
 class FlushMode(enum.StrEnum):
@@ -25,7 +26,20 @@ class FlushMode(enum.StrEnum):
     SYNC = "SYNC"
 
 
+class Role(enum.StrEnum):
+    """The ``--role`` choices: the values of :class:`broker.config.BrokerRole` (a unit test checks that
+    they agree), here so that reading the command line does not import the broker."""
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
 async def _serve(broker: Broker, logs: StartupLogging) -> None:
+    import asyncio
+
+    from broker.store import StoreLockedError
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -60,6 +74,9 @@ def read_config_file(path: Path) -> dict[str, str]:
     """The settings of a broker.conf, refusing what the broker would otherwise skip with a log line or
     choke on: binary or non-UTF-8 content, text ``Properties.load`` cannot read, a value of the wrong type
     (``listenPort=abc``), or a file that sets no broker setting at all."""
+    from broker import BrokerConfig
+    from broker.config import parse_java, parse_properties
+
     data = path.read_bytes()
     where = f"--config {path}"
     if b"\0" in data:
@@ -96,11 +113,13 @@ def build_config(
     broker_id: int | None = None,
     flush: FlushMode | None = None,
     auto_create_topic: bool | None = None,
-    role: BrokerRole | None = None,
+    role: Role | BrokerRole | None = None,
     ha_port: int | None = None,
     ha_master: str | None = None,
 ) -> BrokerConfig:
     """The broker's settings: Java's defaults, then the broker.conf file, then the options actually given."""
+    from broker import BrokerConfig
+
     config = BrokerConfig()
     file_keys: set[str] = set()
     if config_file is not None:
@@ -194,7 +213,7 @@ def broker(
         "--auto-create-topic/--no-auto-create-topic",
         help="Create unknown topics on first send (TBW102) [default: on]",
     ),
-    role: BrokerRole | None = typer.Option(
+    role: Role | None = typer.Option(
         None,
         "--role",
         case_sensitive=False,
@@ -226,6 +245,10 @@ def broker(
     ),
 ) -> None:
     """Run a Broker: producers send to it, consumers pull from it, it registers with the NameServers."""
+    import asyncio
+
+    from broker import Broker
+
     logs = StartupLogging(log_level)
     config = build_config(
         store,

@@ -2,22 +2,30 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import logging
 import signal
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import typer
 
 from cli import params
 from cli.common import StartupLogging
 from cli.errors import CliError, friendly
-from nameserver import DEFAULT_PORT, NameServer, NamesrvConfig, profile_named
 from rocketmq_wire.errors import CodecError
+
+if TYPE_CHECKING:
+    from nameserver import NameServer
+
+#: ``nameserver.DEFAULT_PORT``, here so that reading the command line does not import the NameServer (a
+#: unit test checks that they agree).
+DEFAULT_PORT = 9876
 
 
 async def _serve(server: NameServer, logs: StartupLogging) -> None:
+    import asyncio
+
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -59,6 +67,10 @@ def namesrv(
     ),
 ) -> None:
     """Run a NameServer: brokers register with it, clients and mqadmin ask it for routes."""
+    import asyncio
+
+    from nameserver import NameServer, NamesrvConfig, profile_named
+
     try:
         profile = profile_named(apache_version)
     except ValueError as exc:
