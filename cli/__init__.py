@@ -1,1 +1,2 @@
-"""The ``rmq`` command line (typer). ``cli.main:app`` is the console-script entry point."""
+"""The ``rmq`` command line (typer): ``cli.main:main`` is the console-script entry point, ``cli.main:app``
+the typer app."""

@@ -3,10 +3,16 @@
 ``rmq --help`` groups the commands by what they act on (topic, group, message, broker, cluster, namesrv).
 Every mqadmin command rmq has is also reachable under its mqadmin name (``rmq updateSubGroup ...``),
 hidden from the help so that it stays readable; each command's own help names its mqadmin counterpart.
+
+The command modules import their heavy parts (clients, servers, tables) only when a command runs, and
+:func:`main` has typer build the parser of the one command being called: every ``rmq`` call is a fresh
+interpreter, and typer would otherwise read the signatures of all 110 commands (and aliases) first.
 """
 
 from __future__ import annotations
 
+import copy
+import sys
 from collections.abc import Callable
 from typing import Any
 
@@ -127,8 +133,28 @@ for _name, _command in MQADMIN_ALIASES.items():
     app.command(_name, hidden=True)(_command)
 
 
+def only(name: str) -> typer.Typer | None:
+    """``app`` with only the command or command group called ``name`` (``None`` when there is none): all
+    a call of that command needs. Its help, usage errors and output are the same as under ``app``."""
+    commands = [
+        c
+        for c in app.registered_commands
+        if c.callback is not None and (c.name or typer.main.get_command_name(c.callback.__name__)) == name
+    ]
+    groups = [g for g in app.registered_groups if g.name == name]
+    if not commands and not groups:
+        return None
+    pruned = copy.copy(app)
+    pruned.registered_commands = commands
+    pruned.registered_groups = groups
+    return pruned
+
+
 def main() -> None:
-    app()
+    """``rmq``: a call naming a command gets that command alone; ``--help``, no arguments or an unknown
+    command get the whole of ``app`` (the root group takes no options of its own)."""
+    called = only(sys.argv[1]) if len(sys.argv) > 1 else None
+    (called or app)()
 
 
 if __name__ == "__main__":

@@ -80,9 +80,10 @@ def test_importing_cli_main_imports_nothing_heavy() -> None:
 def test_usage_errors_import_nothing_heavy(args: list[str]) -> None:
     found = _loaded_after(
         f"""
-from cli.main import app
+from cli.main import main
+sys.argv = ["rmq", *{args!r}]
 try:
-    app({args!r}, prog_name="rmq")
+    main()
 except SystemExit as exc:
     result = exc.code
 """
@@ -163,3 +164,47 @@ except AttributeError:
     assert isinstance(result, dict)
     assert result["star"] == result["all"]
     assert result["dir"] and result["resolved"] and result["missing_raises"]
+
+
+def test_main_builds_only_the_command_called() -> None:
+    """``rmq NAME ...`` gets a parser holding NAME alone; every registered name is found."""
+    import typer
+
+    from cli.main import app, only
+
+    full = typer.main.get_command(app)
+    assert isinstance(full, typer.core.TyperGroup)
+    for name in full.commands:
+        pruned = only(name)
+        assert pruned is not None, name
+        built = typer.main.get_command(pruned)
+        assert isinstance(built, typer.core.TyperGroup)
+        assert list(built.commands) == [name]
+    assert only("--help") is None
+    assert only("no-such-command") is None
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["route", "--help"],
+        ["topic", "--help"],
+        ["topic", "create", "--help"],
+        ["topicRoute", "--help"],
+        ["broker", "--help"],
+        ["route", "T", "-n", "host:99999"],
+        ["topic", "nosuch"],
+        ["send", "T", "x", "--count", "0"],
+    ],
+)
+def test_one_command_parses_as_under_the_whole_app(args: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from typer.testing import CliRunner
+
+    from cli.main import app, only
+
+    monkeypatch.delenv("NAMESRV_ADDR", raising=False)
+    monkeypatch.setenv("COLUMNS", "120")
+    pruned = only(args[0])
+    assert pruned is not None
+    whole, alone = CliRunner().invoke(app, args), CliRunner().invoke(pruned, args)
+    assert (alone.exit_code, alone.output) == (whole.exit_code, whole.output)
