@@ -13,8 +13,8 @@ from __future__ import annotations
 
 import copy
 import sys
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
 
 import typer
 
@@ -33,6 +33,9 @@ from cli.namesrv_cmd import namesrv
 from cli.quickstart_cmd import quickstart
 from cli.send_cmd import send
 from cli.topic_cmd import topic_app
+
+if TYPE_CHECKING:
+    from typer.models import CommandInfo, TyperInfo
 
 app = typer.Typer(
     name="rmq",
@@ -133,6 +136,13 @@ for _name, _command in MQADMIN_ALIASES.items():
     app.command(_name, hidden=True)(_command)
 
 
+def _pruned(commands: list[CommandInfo], groups: list[TyperInfo]) -> typer.Typer:
+    pruned = copy.copy(app)
+    pruned.registered_commands = commands
+    pruned.registered_groups = groups
+    return pruned
+
+
 def only(name: str) -> typer.Typer | None:
     """``app`` with only the command or command group called ``name`` (``None`` when there is none): all
     a call of that command needs. Its help, usage errors and output are the same as under ``app``."""
@@ -142,19 +152,20 @@ def only(name: str) -> typer.Typer | None:
         if c.callback is not None and (c.name or typer.main.get_command_name(c.callback.__name__)) == name
     ]
     groups = [g for g in app.registered_groups if g.name == name]
-    if not commands and not groups:
-        return None
-    pruned = copy.copy(app)
-    pruned.registered_commands = commands
-    pruned.registered_groups = groups
-    return pruned
+    return _pruned(commands, groups) if commands or groups else None
+
+
+def app_for(args: Sequence[str]) -> typer.Typer:
+    """What ``rmq ARGS`` needs: the command named first alone; for ``--help`` (or no arguments, or another
+    option: the root group has none of its own) ``app`` without the hidden mqadmin aliases, which its help
+    does not show; ``app`` itself for an unknown name, so that typos get the same suggestions."""
+    if not args or args[0].startswith("-"):
+        return _pruned([c for c in app.registered_commands if not c.hidden], app.registered_groups)
+    return only(args[0]) or app
 
 
 def main() -> None:
-    """``rmq``: a call naming a command gets that command alone; ``--help``, no arguments or an unknown
-    command get the whole of ``app`` (the root group takes no options of its own)."""
-    called = only(sys.argv[1]) if len(sys.argv) > 1 else None
-    (called or app)()
+    app_for(sys.argv[1:])()
 
 
 if __name__ == "__main__":
