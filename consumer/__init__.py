@@ -39,32 +39,69 @@ heartbeats), ``core``, ``push`` and ``lite_pull`` (the consumers), ``stats`` (pu
 ``running_info`` / ``direct`` / ``diagnostics`` (answering operators' requests), ``trace`` (message trace:
 with ``enable_msg_trace=True`` the push consumer writes ``SubBefore``/``SubAfter`` records, as Java's
 ``enableMsgTrace``); ``testing`` runs a NameServer and Broker in-process for tests.
+
+The names above are loaded on first use, so that importing one module of the package (``consumer.allocate``,
+``consumer.errors``: the admin client needs those) does not import both consumers.
 """
 
-from consumer.allocate import (
-    AllocateStrategy,
-    allocate_averagely,
-    allocate_by_circle,
-    allocate_by_config,
-    strategy_named,
-)
-from consumer.config import AllocateStrategyName, ConsumerConfig
-from consumer.errors import (
-    BrokerError,
-    BrokerNotFoundError,
-    ConsumerError,
-    ConsumerStateError,
-    InvalidOffsetError,
-    OffsetNotFoundError,
-)
-from consumer.listener import ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeStatus
-from consumer.lite_fetcher import PolledBatch
-from consumer.lite_pull import PullConsumer
-from consumer.push import PushConsumer
-from consumer.rebalance import RebalanceListener
-from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, MessageModel
-from rocketmq_wire.bodies.message_queue import MessageQueue
-from rocketmq_wire.message import MessageExt
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from consumer.allocate import (
+        AllocateStrategy,
+        allocate_averagely,
+        allocate_by_circle,
+        allocate_by_config,
+        strategy_named,
+    )
+    from consumer.config import AllocateStrategyName, ConsumerConfig
+    from consumer.errors import (
+        BrokerError,
+        BrokerNotFoundError,
+        ConsumerError,
+        ConsumerStateError,
+        InvalidOffsetError,
+        OffsetNotFoundError,
+    )
+    from consumer.listener import ConsumeConcurrentlyContext, ConsumeOrderlyContext, ConsumeStatus
+    from consumer.lite_fetcher import PolledBatch
+    from consumer.lite_pull import PullConsumer
+    from consumer.push import PushConsumer
+    from consumer.rebalance import RebalanceListener
+    from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, MessageModel
+    from rocketmq_wire.bodies.message_queue import MessageQueue
+    from rocketmq_wire.message import MessageExt
+
+#: Each exported name -> the module defining it.
+_EXPORTS = {
+    "AllocateStrategy": "consumer.allocate",
+    "allocate_averagely": "consumer.allocate",
+    "allocate_by_circle": "consumer.allocate",
+    "allocate_by_config": "consumer.allocate",
+    "strategy_named": "consumer.allocate",
+    "AllocateStrategyName": "consumer.config",
+    "ConsumerConfig": "consumer.config",
+    "BrokerError": "consumer.errors",
+    "BrokerNotFoundError": "consumer.errors",
+    "ConsumerError": "consumer.errors",
+    "ConsumerStateError": "consumer.errors",
+    "InvalidOffsetError": "consumer.errors",
+    "OffsetNotFoundError": "consumer.errors",
+    "ConsumeConcurrentlyContext": "consumer.listener",
+    "ConsumeOrderlyContext": "consumer.listener",
+    "ConsumeStatus": "consumer.listener",
+    "PolledBatch": "consumer.lite_fetcher",
+    "PullConsumer": "consumer.lite_pull",
+    "PushConsumer": "consumer.push",
+    "RebalanceListener": "consumer.rebalance",
+    "ConsumeFromWhere": "rocketmq_wire.bodies.heartbeat",
+    "MessageModel": "rocketmq_wire.bodies.heartbeat",
+    "MessageQueue": "rocketmq_wire.bodies.message_queue",
+    "MessageExt": "rocketmq_wire.message",
+}
 
 __all__ = [
     "AllocateStrategy",
@@ -92,3 +129,16 @@ __all__ = [
     "allocate_by_config",
     "strategy_named",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

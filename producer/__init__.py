@@ -16,35 +16,80 @@ that the producers and consumers of one client id share, as Java's ``MQClientIns
 ``enable_msg_trace=True`` writes a ``Pub`` record per sent message, and the transaction producer
 ``EndTransaction`` records, to ``RMQ_SYS_TRACE_TOPIC`` or ``trace_topic``, as Java's
 ``enableMsgTrace``/``customizedTraceTopic``; format in ``rocketmq_wire.trace``).
+
+The names above are loaded on first use, so that importing one module of the package (``producer.config``,
+``producer.errors``, ``producer.instance``: the admin client and the consumers need those) does not import
+every producer.
 """
 
-from producer.blocking import BlockingProducer, BlockingTransactionProducer
-from producer.config import ProducerConfig
-from producer.errors import (
-    BrokerBusyError,
-    BrokerError,
-    MessageTooLargeError,
-    MessageValidationError,
-    NoRouteError,
-    ProducerError,
-    ProducerStateError,
-    SendFailedError,
-    SendTimeoutError,
-)
-from producer.flow_control import BusyAnswer
-from producer.instance import ClientInstance, DuplicateGroupError, join_instance
-from producer.producer import Producer
-from producer.result import (
-    LocalTransactionState,
-    MessageQueue,
-    SendResult,
-    SendStatus,
-    TransactionSendResult,
-)
-from producer.selectors import QueueSelector, select_by_hash, select_random
-from producer.trace import TraceDispatcher
-from producer.transaction import LocalTransactionExecutor, TransactionChecker, TransactionProducer
-from rocketmq_wire.message import Message, MessageExt
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from producer.blocking import BlockingProducer, BlockingTransactionProducer
+    from producer.config import ProducerConfig
+    from producer.errors import (
+        BrokerBusyError,
+        BrokerError,
+        MessageTooLargeError,
+        MessageValidationError,
+        NoRouteError,
+        ProducerError,
+        ProducerStateError,
+        SendFailedError,
+        SendTimeoutError,
+    )
+    from producer.flow_control import BusyAnswer
+    from producer.instance import ClientInstance, DuplicateGroupError, join_instance
+    from producer.producer import Producer
+    from producer.result import (
+        LocalTransactionState,
+        MessageQueue,
+        SendResult,
+        SendStatus,
+        TransactionSendResult,
+    )
+    from producer.selectors import QueueSelector, select_by_hash, select_random
+    from producer.trace import TraceDispatcher
+    from producer.transaction import LocalTransactionExecutor, TransactionChecker, TransactionProducer
+    from rocketmq_wire.message import Message, MessageExt
+
+#: Each exported name -> the module defining it.
+_EXPORTS = {
+    "BlockingProducer": "producer.blocking",
+    "BlockingTransactionProducer": "producer.blocking",
+    "ProducerConfig": "producer.config",
+    "BrokerBusyError": "producer.errors",
+    "BrokerError": "producer.errors",
+    "MessageTooLargeError": "producer.errors",
+    "MessageValidationError": "producer.errors",
+    "NoRouteError": "producer.errors",
+    "ProducerError": "producer.errors",
+    "ProducerStateError": "producer.errors",
+    "SendFailedError": "producer.errors",
+    "SendTimeoutError": "producer.errors",
+    "BusyAnswer": "producer.flow_control",
+    "ClientInstance": "producer.instance",
+    "DuplicateGroupError": "producer.instance",
+    "join_instance": "producer.instance",
+    "Producer": "producer.producer",
+    "LocalTransactionState": "producer.result",
+    "MessageQueue": "producer.result",
+    "SendResult": "producer.result",
+    "SendStatus": "producer.result",
+    "TransactionSendResult": "producer.result",
+    "QueueSelector": "producer.selectors",
+    "select_by_hash": "producer.selectors",
+    "select_random": "producer.selectors",
+    "TraceDispatcher": "producer.trace",
+    "LocalTransactionExecutor": "producer.transaction",
+    "TransactionChecker": "producer.transaction",
+    "TransactionProducer": "producer.transaction",
+    "Message": "rocketmq_wire.message",
+    "MessageExt": "rocketmq_wire.message",
+}
 
 __all__ = [
     "BlockingProducer",
@@ -79,3 +124,16 @@ __all__ = [
     "select_by_hash",
     "select_random",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value  # later look-ups skip this function
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -140,7 +140,7 @@ def test_library_errors_name_the_libraries_base_exceptions() -> None:
     assert expected_errors() == (CliError, *named, OSError, TimeoutError)
 
 
-@pytest.mark.parametrize("package", ["rocketmq_wire", "rocketmq_wire.transport"])
+@pytest.mark.parametrize("package", ["rocketmq_wire", "rocketmq_wire.transport", "producer", "consumer"])
 def test_lazy_package_exports_every_name(package: str) -> None:
     found = _loaded_after(
         f"""
