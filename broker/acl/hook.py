@@ -1,0 +1,41 @@
+"""The ACL check in front of the broker's handlers.
+
+Apache runs its check as an RPC hook before the processor, after the send queue has admitted the request,
+and answers a refusal the way its remoting layer answers any exception: SYSTEM_ERROR, remark
+``org.apache.rocketmq.acl.common.AclException: <message>, <Java frame>``, nothing at all for a oneway
+request. A refused request never reaches its handler, so nothing of it is stored or counted.
+
+The wrapper is only put in place when ACL is on; with ACL off the handlers are registered as they are and
+the request path is unchanged.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+
+from broker.acl.errors import AclError
+from broker.acl.manager import PlainAclManager
+from broker.processors.common import Handler
+from rocketmq_wire.codes import ResponseCode
+from rocketmq_wire.command import RemotingCommand
+from rocketmq_wire.transport import Connection
+
+log = logging.getLogger("broker.acl")
+
+
+def acl_guarded(handler: Handler, manager: PlainAclManager) -> Handler:
+    """``handler`` behind the ACL check of ``manager`` (whose rules may be reloaded meanwhile)."""
+
+    @functools.wraps(handler)
+    async def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        try:
+            manager.check(request, conn.remote_address)
+        except AclError as exc:
+            log.warning("refused request code %d from %s: %s", request.code, conn.remote_address, exc.message)
+            if request.is_oneway:
+                return None
+            return request.make_response(ResponseCode.SYSTEM_ERROR, exc.remark())
+        return await handler(request, conn)
+
+    return run
