@@ -4,6 +4,7 @@ Every class has ``to_json() -> bytes`` and ``from_json(data)``; attributes are s
 Java's. Fields a 5.x class added and 4.x lacks are ``None`` when absent, and left out when written.
 """
 
+from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
 from rocketmq_wire.bodies.base import JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.consume_queue import ConsumeQueueData, QueryConsumeQueueResponseBody
@@ -97,6 +98,7 @@ __all__ = [
     "ConsumerOffsetSerializeWrapper",
     "ConsumerRunningInfo",
     "DataVersion",
+    "GetBrokerClusterAclConfigResponseBody",
     "GetConsumerListByGroupResponseBody",
     "GroupList",
     "HeartbeatData",
@@ -111,6 +113,7 @@ __all__ = [
     "MessageQueue",
     "OffsetSerializeWrapper",
     "OffsetWrapper",
+    "PlainAccessConfig",
     "PopProcessQueueInfo",
     "ProcessQueueInfo",
     "ProducerConnection",

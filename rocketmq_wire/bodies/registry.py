@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from rocketmq_wire import fastjson
+from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody
 from rocketmq_wire.bodies.base import Fields, JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.consume_queue import QueryConsumeQueueResponseBody
@@ -83,6 +84,7 @@ GET_BROKER_CONSUME_STATS = 317
 VIEW_BROKER_STATS_DATA = 315
 QUERY_CONSUME_QUEUE = 321
 GET_ALL_PRODUCER_INFO = 328
+GET_BROKER_CLUSTER_ACL_CONFIG = 54
 
 #: Request bodies by request code.
 REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
@@ -127,6 +129,7 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         VIEW_BROKER_STATS_DATA: BrokerStatsData,
         QUERY_CONSUME_QUEUE: QueryConsumeQueueResponseBody,
         GET_ALL_PRODUCER_INFO: ProducerTableInfo,
+        GET_BROKER_CLUSTER_ACL_CONFIG: GetBrokerClusterAclConfigResponseBody,
     }
 )
 

@@ -11,6 +11,12 @@ import types
 from collections.abc import Mapping
 
 from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.headers.acl import (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
+)
 from rocketmq_wire.headers.admin import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
@@ -106,6 +112,10 @@ FAST_PATH_HEADERS: tuple[type[CommandHeader], ...] = (
 
 #: Every concrete header class, requests and responses.
 ALL_HEADERS: tuple[type[CommandHeader], ...] = (
+    CreateAccessConfigRequestHeader,
+    DeleteAccessConfigRequestHeader,
+    GetBrokerAclConfigResponseHeader,
+    UpdateGlobalWhiteAddrsConfigRequestHeader,
     AddWritePermOfBrokerRequestHeader,
     AddWritePermOfBrokerResponseHeader,
     BrokerHeartbeatRequestHeader,
@@ -221,6 +231,7 @@ def _response_registry() -> Mapping[int, type[CommandHeader]]:
         ((RequestCode.WIPE_WRITE_PERM_OF_BROKER,), WipeWritePermOfBrokerResponseHeader),
         ((RequestCode.ADD_WRITE_PERM_OF_BROKER,), AddWritePermOfBrokerResponseHeader),
         ((RequestCode.QUERY_DATA_VERSION,), QueryDataVersionResponseHeader),
+        ((RequestCode.GET_BROKER_CLUSTER_ACL_INFO,), GetBrokerAclConfigResponseHeader),
     )
     return types.MappingProxyType({int(code): cls for codes, cls in pairs for code in codes})
 
@@ -251,7 +262,9 @@ __all__ = [
     "CommandHeader",
     "ConsumeMessageDirectlyResultRequestHeader",
     "ConsumerSendMsgBackRequestHeader",
+    "CreateAccessConfigRequestHeader",
     "CreateTopicRequestHeader",
+    "DeleteAccessConfigRequestHeader",
     "DeleteKVConfigRequestHeader",
     "DeleteSubscriptionGroupRequestHeader",
     "DeleteTopicFromNamesrvRequestHeader",
@@ -259,6 +272,7 @@ __all__ = [
     "EndTransactionRequestHeader",
     "GetAllProducerInfoRequestHeader",
     "GetAllTopicConfigRequestHeader",
+    "GetBrokerAclConfigResponseHeader",
     "GetBrokerConfigResponseHeader",
     "GetConsumeStatsInBrokerHeader",
     "GetConsumeStatsRequestHeader",
@@ -309,6 +323,7 @@ __all__ = [
     "UnlockBatchMqRequestHeader",
     "UnregisterClientRequestHeader",
     "UpdateConsumerOffsetRequestHeader",
+    "UpdateGlobalWhiteAddrsConfigRequestHeader",
     "ViewBrokerStatsDataRequestHeader",
     "ViewMessageRequestHeader",
     "WipeWritePermOfBrokerRequestHeader",
