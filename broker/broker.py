@@ -16,6 +16,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
+from broker.acl import PlainAclManager, acl_guarded
 from broker.clients import ConsumerManager, ProducerManager
 from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig
@@ -25,6 +26,13 @@ from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
 from broker.periodic import PeriodicTask
+from broker.processors.acl_admin import (
+    DeleteAccessConfigProcessor,
+    GetAclConfigProcessor,
+    GetAclVersionProcessor,
+    UpdateAccessConfigProcessor,
+    UpdateGlobalWhiteAddrsProcessor,
+)
 from broker.processors.admin_extra import extra_handlers
 from broker.processors.broker_admin import (
     GetBrokerConfigProcessor,
@@ -132,6 +140,8 @@ class Broker:
         self._send_flow_control: SendFlowControl | None = None
         self._ha: HighAvailability | None = None
         self._vip_server: RemotingServer | None = None
+        #: The ACL rules in force, when ``aclEnable`` is true (read at start; a bad file stops the start).
+        self.acl: PlainAclManager | None = PlainAclManager(config.acl_path) if config.acl_enable else None
         self._handlers: dict[int, tuple[Handler, RequestGate | None]] = {}
         self._chores: list[PeriodicTask] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -212,6 +222,8 @@ class Broker:
             log.info("brokerId %d ignored: a %s is always broker 0", config.broker_id, config.broker_role)
             config.broker_id = 0
         requested_port = config.listen_port
+        if self.acl is not None:
+            self.acl.load()  # before binding: a broker that cannot read its ACL file must not serve
         self.server.register_default(self._starting)
         port = await self.server.start()
         if config.listen_port == 0:
@@ -333,6 +345,11 @@ class Broker:
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupProcessor(self),
             RequestCode.GET_BROKER_HA_STATUS: GetBrokerHaStatusProcessor(self),
             RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(self),
+            RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: UpdateAccessConfigProcessor(self),
+            RequestCode.DELETE_ACL_CONFIG: DeleteAccessConfigProcessor(self),
+            RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsProcessor(self),
+            RequestCode.GET_BROKER_CLUSTER_ACL_INFO: GetAclVersionProcessor(self),
+            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: GetAclConfigProcessor(self),
         }
         table.update(extra_handlers(self))  # group, store and statistics administration
         # One gate for every send code: they share Apache's send queue, hence its capacity and wait.
@@ -340,6 +357,8 @@ class Broker:
         for code, handler in table.items():
             gate = flow_control if code in SEND_REQUEST_CODES else None
             wrapped = guarded(handler)
+            if self.acl is not None:  # checked before the handler; with ACL off the path is unchanged
+                wrapped = acl_guarded(wrapped, self.acl)
             self._handlers[code] = (wrapped, gate)  # the VIP channel serves them too
             self.server.register(code, wrapped, gate=gate)
 
@@ -378,6 +397,13 @@ class Broker:
                     self.clock,
                     lambda: config.transaction_check_interval,
                     self.transactions.check_once,
+                )
+            )
+        if self.acl is not None:
+            acl = self.acl
+            chores.append(
+                PeriodicTask(
+                    "reload-acl", self.clock, lambda: config.acl_watch_interval_ms, acl.reload_if_changed
                 )
             )
         chores.extend(self.ha.chores())

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -122,6 +123,13 @@ class BrokerConfig:
     check_crc_on_recover: bool = _setting("checkCRCOnRecover", True)
     os_page_cache_busy_time_out_mills: int = _setting("osPageCacheBusyTimeOutMills", 1000)
     config_black_list: str = _setting("configBlackList", DEFAULT_CONFIG_BLACKLIST)
+    # access control (broker/acl/): Apache's plain ACL, read from ``acl_file`` when ``aclEnable`` is true
+    acl_enable: bool = _setting("aclEnable", False)
+    #: The plain_acl.yml to enforce; ``None`` means Apache's ``$ROCKETMQ_HOME/conf/plain_acl.yml``. Not a Java
+    #: setting (Apache takes it from a system property), so remote config updates cannot repoint it.
+    acl_file: str | None = None
+    #: How often the ACL file is checked for changes (Apache's watcher looks every 5 s).
+    acl_watch_interval_ms: int = 5000
 
     # -- derived values ---------------------------------------------------------------------------------
 
@@ -180,6 +188,13 @@ class BrokerConfig:
     def config_dir(self) -> Path:
         return Path(self.store_path_root_dir) / "config"
 
+    @property
+    def acl_path(self) -> Path:
+        """The ACL file this broker enforces when ``aclEnable`` is true."""
+        if self.acl_file:
+            return Path(self.acl_file)
+        return Path(os.environ.get("ROCKETMQ_HOME", ".")) / "conf" / "plain_acl.yml"
+
     def delay_levels_ms(self) -> list[int]:
         """``messageDelayLevel`` parsed; level ``n`` (1-based) waits ``result[n - 1]`` ms."""
         return parse_delay_levels(self.message_delay_level)
@@ -226,6 +241,8 @@ class BrokerConfig:
             raise ValueError("a SLAVE needs a brokerId greater than 0")
         if self.ha_transfer_batch_size <= 0 or self.ha_send_heartbeat_interval <= 0:
             raise ValueError("haTransferBatchSize and haSendHeartbeatInterval must be positive")
+        if self.acl_watch_interval_ms <= 0:
+            raise ValueError("acl_watch_interval_ms must be positive")
 
     # -- Java properties --------------------------------------------------------------------------------
 
@@ -237,6 +254,8 @@ class BrokerConfig:
     def items(self) -> Iterator[tuple[str, str]]:
         """(Java name, Java rendering) of every set value; unset (null) values are left out, as Java does."""
         for f in dataclasses.fields(self):
+            if _JAVA not in f.metadata:
+                continue  # a Python-only setting (acl_file, ...): Java has no such key to show
             value = getattr(self, f.name)
             if value is None:
                 continue
