@@ -12,7 +12,8 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from admin import brokers, cluster, consumers, export, groups, messages, namesrv, rt, stats, topics
+from admin import acl, brokers, cluster, consumers, export, groups, messages, namesrv, rt, stats, topics
+from admin.acl import AclVersionInfo
 from admin.errors import AdminError
 from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
 from admin.models import (
@@ -35,7 +36,9 @@ from rocketmq_wire.bodies import (
     ClusterInfo,
     ConsumerRunningInfo,
     ConsumeStatsList,
+    GetBrokerClusterAclConfigResponseBody,
     MessageQueue,
+    PlainAccessConfig,
     ProducerTableInfo,
     SubscriptionGroupConfig,
     TopicRouteData,
@@ -222,6 +225,30 @@ class Admin:
 
     async def update_broker_config(self, broker_addr: str, settings: Mapping[str, str]) -> None:
         await brokers.update_broker_config(self.rpc, broker_addr, settings)
+
+    # -- ACL (plain ACL, 4.9.x) -------------------------------------------------------------------------
+
+    async def update_acl_account(self, broker_addr: str, account: PlainAccessConfig) -> None:
+        """Create or update an ACL account on one broker (mqadmin updateAclConfig)."""
+        await acl.update_account(self.rpc, broker_addr, account)
+
+    async def delete_acl_account(self, broker_addr: str, access_key: str) -> None:
+        """Delete an ACL account on one broker (mqadmin deleteAclConfig)."""
+        await acl.delete_account(self.rpc, broker_addr, access_key)
+
+    async def update_global_white_addrs(
+        self, broker_addr: str, addresses: Sequence[str], acl_file: str | None = None
+    ) -> str:
+        """Replace a broker's global white list (mqadmin updateGlobalWhiteAddr); returns the file named."""
+        return await acl.update_global_white(self.rpc, broker_addr, addresses, acl_file)
+
+    async def acl_version(self, broker_addr: str) -> AclVersionInfo:
+        """A broker's ACL file versions (mqadmin clusterAclConfigVersion)."""
+        return await acl.acl_version(self.rpc, broker_addr)
+
+    async def acl_config(self, broker_addr: str) -> GetBrokerClusterAclConfigResponseBody:
+        """A broker's white list and accounts (4.9.7's mqadmin getAclConfig)."""
+        return await acl.acl_config(self.rpc, broker_addr)
 
     async def clean_expired_consume_queue(
         self, *, cluster: str | None = None, broker_addr: str | None = None
