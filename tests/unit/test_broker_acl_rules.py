@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 
 from broker.acl import AclError, AclRules
+from broker.acl.permission import PUB, SUB
 from broker.acl.plain_file import parse_text, read_file
 from broker.acl.resources import needs_of
-from broker.acl.permission import PUB, SUB
 from rocketmq_wire import RemotingCommand, RequestCode
 from rocketmq_wire.acl import AclCredentials
 from rocketmq_wire.bodies.heartbeat import ConsumerData, HeartbeatData, SubscriptionData
@@ -239,7 +239,10 @@ def test_admin_codes_need_an_admin_account(rules: AclRules) -> None:
 
 
 def test_an_admin_with_explicit_permissions_is_checked_like_anyone() -> None:
-    text = "accounts:\n  - accessKey: adminKey1\n    secretKey: 12345678\n    admin: true\n    topicPerms: [x=PUB]\n"
+    text = (
+        "accounts:\n"
+        "  - accessKey: adminKey1\n    secretKey: 12345678\n    admin: true\n    topicPerms: [x=PUB]\n"
+    )
     rules = AclRules.compile(parse_text(text))
     boss = AclCredentials("adminKey1", "12345678")
     rules.check(signed(RequestCode.SEND_MESSAGE_V2, {"b": "x", "a": "P"}, who=boss), CLIENT)
