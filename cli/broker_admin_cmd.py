@@ -40,7 +40,7 @@ Broker = Annotated[
 Cluster = Annotated[str | None, typer.Option("--cluster", "-c", help="Every broker of this cluster")]
 
 
-def _walk(
+def walk_brokers(
     where: Target,
     broker: str | None,
     cluster: str | None,
@@ -48,6 +48,8 @@ def _walk(
     masters_only: bool,
     work: Callable[[Admin, str], Awaitable[object]],
 ) -> list[str]:
+    """Run ``work`` on one broker, or on every broker (masters only if asked) of a cluster; returns the
+    addresses done. Shared by the commands that change brokers one after the other (here and ``rmq acl``)."""
     if broker is not None and cluster is not None:
         raise CliError("pass either --cluster or --broker, not both")
 
@@ -66,7 +68,8 @@ def _walk(
     return with_admin(where, main)
 
 
-def _report(done: list[str], what: str, as_json: bool) -> None:
+def report_done(done: list[str], what: str, as_json: bool) -> None:
+    """One "success" row per broker done (or ``{"brokers": [...], "success": true}`` with ``--json``)."""
     from rich.table import Table
 
     if as_json:
@@ -94,10 +97,10 @@ def update_broker_config(
     if broker is None and cluster is None:
         raise CliError("pass --broker or --cluster")
     where = target(namesrv, access_key, secret_key, timeout_ms)
-    done = _walk(
+    done = walk_brokers(
         where, broker, cluster, "updating", False, lambda a, addr: a.update_broker_config(addr, {key: value})
     )
-    _report(done, f"{key}={value}", as_json)
+    report_done(done, f"{key}={value}", as_json)
 
 
 @friendly
@@ -112,7 +115,7 @@ def clean_expired_cq(
 ) -> None:
     """Drop consume queues pointing only at deleted commit-log files (mqadmin cleanExpiredCQ)."""
     where = target(namesrv, access_key, secret_key, timeout_ms)
-    done = _walk(
+    done = walk_brokers(
         where,
         broker,
         cluster,
@@ -120,7 +123,7 @@ def clean_expired_cq(
         False,
         lambda a, addr: a.clean_expired_consume_queue(broker_addr=addr),
     )
-    _report(done, "clean expired consume queues", as_json)
+    report_done(done, "clean expired consume queues", as_json)
 
 
 @friendly
@@ -135,7 +138,7 @@ def delete_expired_commitlog(
 ) -> None:
     """Run commit-log retention now (mqadmin deleteExpiredCommitLog)."""
     where = target(namesrv, access_key, secret_key, timeout_ms)
-    done = _walk(
+    done = walk_brokers(
         where,
         broker,
         cluster,
@@ -143,7 +146,7 @@ def delete_expired_commitlog(
         False,
         lambda a, addr: a.delete_expired_commit_log(broker_addr=addr),
     )
-    _report(done, "delete expired commit log", as_json)
+    report_done(done, "delete expired commit log", as_json)
 
 
 @friendly
@@ -158,7 +161,7 @@ def clean_unused_topic(
 ) -> None:
     """Drop consume queues of topics brokers no longer have (mqadmin cleanUnusedTopic)."""
     where = target(namesrv, access_key, secret_key, timeout_ms)
-    done = _walk(
+    done = walk_brokers(
         where, broker, cluster, "cleaning", False, lambda a, addr: a.clean_unused_topic(broker_addr=addr)
     )
-    _report(done, "clean unused topics", as_json)
+    report_done(done, "clean unused topics", as_json)

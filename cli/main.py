@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cli import broker_admin_cmd, cluster_admin_cmd, group_cmd, kv_cmd, message_cmd, topic_cmd
+from cli import acl_cmd, broker_admin_cmd, cluster_admin_cmd, group_cmd, kv_cmd, message_cmd, topic_cmd
+from cli.acl_cmd import acl_app
 from cli.broker_cmd import broker
 from cli.cluster_admin_cmd import cluster_app
 from cli.cluster_cmds import broker_config, broker_stats, clusters, route
@@ -72,6 +73,7 @@ app.command("clean-expired-cq", rich_help_panel=BROKER)(broker_admin_cmd.clean_e
 app.command("delete-expired-commitlog", rich_help_panel=BROKER)(broker_admin_cmd.delete_expired_commitlog)
 app.command("clean-unused-topic", rich_help_panel=BROKER)(broker_admin_cmd.clean_unused_topic)
 app.command(rich_help_panel=BROKER)(broker)
+app.add_typer(acl_app, name="acl", rich_help_panel=BROKER)
 app.command(rich_help_panel=CLUSTER)(clusters)
 app.add_typer(cluster_app, name="cluster", rich_help_panel=CLUSTER)
 app.command(rich_help_panel=NAMESRV)(namesrv)
@@ -98,6 +100,11 @@ MQADMIN_ALIASES: dict[str, Callable[..., Any]] = {
     "cleanExpiredCQ": broker_admin_cmd.clean_expired_cq,
     "deleteExpiredCommitLog": broker_admin_cmd.delete_expired_commitlog,
     "cleanUnusedTopic": broker_admin_cmd.clean_unused_topic,
+    "updateAclConfig": acl_cmd.update_account,
+    "deleteAclConfig": acl_cmd.delete_account,
+    "deleteAccessConfig": acl_cmd.delete_account,  # 4.9.8's alias of deleteAclConfig
+    "updateGlobalWhiteAddr": acl_cmd.update_global_white,
+    "clusterAclConfigVersion": acl_cmd.version,
     "consumerProgress": consumer_progress,
     "consumerConnection": consumer_connections,
     "resetOffsetByTime": reset_offset,
