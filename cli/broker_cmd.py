@@ -38,6 +38,7 @@ class Role(enum.StrEnum):
 async def _serve(broker: Broker, logs: StartupLogging) -> None:
     import asyncio
 
+    from broker.acl import AclError
     from broker.store import StoreLockedError
 
     stop = asyncio.Event()
@@ -51,6 +52,10 @@ async def _serve(broker: Broker, logs: StartupLogging) -> None:
             await broker.start()
         except StoreLockedError as exc:
             raise CliError(f"{exc}: is another broker using it?") from None
+        except AclError as exc:
+            path = str(broker.acl.path) if broker.acl is not None else str(broker.config.acl_path)
+            text = str(exc)
+            raise CliError(text if path in text else f"ACL file {path}: {text}") from None
         logs.started()
         for result in broker.registration.last_results:
             if result.ok:
@@ -116,6 +121,7 @@ def build_config(
     role: Role | BrokerRole | None = None,
     ha_port: int | None = None,
     ha_master: str | None = None,
+    acl_file: Path | None = None,
 ) -> BrokerConfig:
     """The broker's settings: Java's defaults, then the broker.conf file, then the options actually given."""
     from broker import BrokerConfig
@@ -157,6 +163,9 @@ def build_config(
         config.ha_listen_port = 0  # listenPort + 1, as Apache's start-up derives it
     if ha_master is not None:
         config.ha_master_address = ha_master
+    if acl_file is not None:  # --acl FILE: ACL on, with that file (aclEnable=true alone reads Apache's path)
+        config.acl_enable = True
+        config.acl_file = str(acl_file)
     return config
 
 
@@ -240,6 +249,14 @@ def broker(
         readable=True,
         help="broker.conf with Apache's setting names, applied before the options above",
     ),
+    acl_file: Path | None = typer.Option(
+        None,
+        "--acl",
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="Enforce Apache's plain ACL with this plain_acl.yml (aclEnable=true); re-read when it changes",
+    ),
     log_level: str = typer.Option(
         "INFO", "--log-level", callback=params.log_level, help="DEBUG, INFO, WARNING or ERROR"
     ),
@@ -265,6 +282,7 @@ def broker(
         role=role,
         ha_port=ha_port,
         ha_master=ha_master,
+        acl_file=acl_file,
     )
     try:
         config.validate()
