@@ -15,15 +15,18 @@ from admin.errors import AdminError, RequestRefusedError
 from broker import Broker
 from broker.acl import AclError
 from broker.testing import BrokerClient, config_for_tests, running_broker
+from consumer import ConsumeStatus, PushConsumer
 from nameserver import NameServer
 from producer import Producer
 from producer.errors import ProducerError
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.acl import AclCredentials
 from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere
+from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.headers.acl import CreateAccessConfigRequestHeader, GetBrokerAclConfigResponseHeader
 from rocketmq_wire.headers.topic import CreateTopicRequestHeader
-from rocketmq_wire.message import Message
+from rocketmq_wire.message import Message, MessageExt
 
 ACL_FILE = """\
 globalWhiteRemoteAddresses:
@@ -348,3 +351,61 @@ def test_create_account_header_writes_javas_fields_in_order() -> None:
         ("admin", "false"),
         ("topicPerms", "a=PUB,b=SUB"),
     ]
+
+
+async def test_binary_headers_and_batches_are_checked_too(broker: Broker, namesrv: NameServer) -> None:
+    await create_topic(broker)
+    await create_topic(broker, "Audit")
+    async with Producer(
+        "AclPg",
+        namesrv.address,
+        access_key="producerKey",
+        secret_key="producerSecret",
+        serialize_type=SerializeType.ROCKETMQ,
+        retry_times=0,
+        send_timeout_ms=2000,
+    ) as producer:
+        await producer.send(Message(TOPIC, b"one"))
+        await producer.send_batch([Message(TOPIC, b"two"), Message(TOPIC, b"three")])
+        with pytest.raises(ProducerError, match="No default permission for topic:Audit"):
+            await producer.send_batch([Message("Audit", b"a"), Message("Audit", b"b")])
+    assert stored(broker) == 3
+    assert stored(broker, "Audit") == 0
+
+
+async def test_a_signed_push_consumer_consumes(broker: Broker, namesrv: NameServer, acl_file: Path) -> None:
+    acl_file.write_text(
+        ACL_FILE
+        + "  - accessKey: consumerKey\n    secretKey: consumerSecret\n    defaultTopicPerm: DENY\n"
+        + "    defaultGroupPerm: DENY\n    topicPerms: [Orders=SUB]\n    groupPerms: [AclCg=SUB]\n"
+    )
+    assert broker.acl is not None
+    broker.acl.load()
+    await create_topic(broker)
+    async with Producer("AclPg", namesrv.address, access_key="producerKey", secret_key="producerSecret") as p:
+        await p.send(Message(TOPIC, b"for the consumer"))
+    seen: list[bytes] = []
+
+    async def listener(messages: list[MessageExt], context: object) -> ConsumeStatus:
+        seen.extend(m.body for m in messages)
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
+        "AclCg",
+        namesrv.address,
+        consume_from=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        access_key="consumerKey",
+        secret_key="consumerSecret",
+    )
+    consumer.subscribe(TOPIC)
+    consumer.register_listener(listener)
+    await consumer.start()
+    try:
+        for _ in range(200):
+            if seen:
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        await consumer.shutdown()
+    assert seen == [b"for the consumer"]
+    assert broker.consumer_offsets.query_offset("AclCg", TOPIC, 0) == 1
