@@ -24,6 +24,7 @@ from broker.acl.plain_file import (
     FileVersion,
     PlainAclFile,
     account_document,
+    parse_bytes,
     parse_document,
     read_file,
     write_document,
@@ -72,8 +73,11 @@ class PlainAclManager:
             self.path.touch()
             log.warning("ACL file %s did not exist: created it empty (every request is refused)", self.path)
         stamp = _Stamp.of(self.path)
-        data = self.path.read_bytes()
-        parsed = read_file(self.path)
+        try:
+            data = self.path.read_bytes()
+        except OSError as exc:
+            raise AclError(f"{self.path}: cannot be read: {exc.strerror or exc}") from None
+        parsed = parse_bytes(data, str(self.path))
         rules = AclRules.compile(parsed)
         self._rules, self._parsed, self._stamp = rules, parsed, stamp
         self._digest = hashlib.sha256(data).digest()
@@ -104,7 +108,7 @@ class PlainAclManager:
             return False
         self._digest = digest
         try:
-            parsed = read_file(self.path)
+            parsed = parse_bytes(data, str(self.path))
             rules = AclRules.compile(parsed)
         except AclError as exc:
             log.error("ACL file %s changed but is not valid: %s; the previous rules stay", self.path, exc)

@@ -201,11 +201,16 @@ def read_file(path: Path) -> PlainAclFile:
         return PlainAclFile()
     except OSError as exc:
         raise AclError(f"{path}: cannot be read: {exc.strerror or exc}") from None
+    return parse_bytes(data, str(path))
+
+
+def parse_bytes(data: bytes, source: str) -> PlainAclFile:
+    """Parse the bytes of an ACL file (UTF-8 YAML); ``source`` names it in errors."""
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise AclError(f"{path}: not UTF-8 text (byte {exc.start})") from None
-    return parse_text(text, str(path))
+        raise AclError(f"{source}: not UTF-8 text (byte {exc.start})") from None
+    return parse_text(text, source)
 
 
 def account_document(account: AccountConfig, existing: dict[str, Any] | None = None) -> dict[str, Any]:
