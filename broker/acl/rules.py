@@ -124,7 +124,9 @@ class AclRules:
         """Let ``request`` from ``remote_address`` (``ip:port``) through, or raise :class:`AclError`."""
         host = host_of(remote_address)
         fields = request.fields()
-        needs = needs_of(request, fields)
+        # Apache reads nothing of a request without ext fields (an unsigned heartbeat, say): it can only
+        # pass through the global white list, which does not look at what it needs.
+        needs = needs_of(request, fields) if fields else {}
         if any(pattern.matches(host) for pattern in self.global_white):
             return
         access_key = fields.get(ACCESS_KEY)

@@ -304,6 +304,12 @@ def test_unique_key_query_flag_is_left_out_of_the_signature(rules: AclRules) -> 
     rules.check(RemotingCommand.decode(request.encode()), CLIENT)
 
 
+def test_a_request_without_ext_fields_is_not_read(rules: AclRules) -> None:
+    heartbeat = RemotingCommand.request(RequestCode.HEART_BEAT, body=b"not json")
+    rules.check(heartbeat, "192.168.0.17:40000")  # white-listed: Apache never parses its body
+    assert refusal(rules, heartbeat) == "No accessKey is configured"
+
+
 def test_global_white_list_needs_no_key(rules: AclRules) -> None:
     anonymous = RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext_fields={"b": "topicA", "a": "P"})
     rules.check(anonymous, "192.168.0.17:40000")
