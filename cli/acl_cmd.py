@@ -139,7 +139,7 @@ def update_global_white(
     ],
     acl_file: Annotated[
         str | None,
-        typer.Option("--acl-file", "-p", help="The broker's ACL file [default: the one it reports]"),
+        typer.Option("--acl-file", "-p", help="The broker's ACL file (default: the one the broker reports)"),
     ] = None,
     broker: Broker = None,
     cluster: Cluster = None,
