@@ -14,14 +14,13 @@ Modules, each one concern:
 from broker.acl.errors import AclError
 from broker.acl.hook import acl_guarded
 from broker.acl.manager import PlainAclManager
-from broker.acl.plain_file import AccountConfig, FileVersion
+from broker.acl.plain_file import AccountConfig
 from broker.acl.rules import AclRules
 
 __all__ = [
     "AccountConfig",
     "AclError",
     "AclRules",
-    "FileVersion",
     "PlainAclManager",
     "acl_guarded",
 ]

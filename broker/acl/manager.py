@@ -21,15 +21,16 @@ from broker.acl.plain_file import (
     ACCOUNTS,
     GLOBAL_WHITE,
     AccountConfig,
-    FileVersion,
     PlainAclFile,
     account_document,
+    next_version,
     parse_bytes,
     parse_document,
     read_file,
     write_document,
 )
 from broker.acl.rules import AclRules
+from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.command import RemotingCommand
 
 log = logging.getLogger("broker.acl")
@@ -130,7 +131,7 @@ class PlainAclManager:
     # -- what admin requests read -----------------------------------------------------------------------
 
     @property
-    def version(self) -> FileVersion:
+    def version(self) -> DataVersion:
         return self._parsed.version
 
     @property
@@ -152,7 +153,7 @@ class PlainAclManager:
 
     def _commit(self, document: dict[str, object]) -> None:
         """Write ``document`` with the next version, then make it the rules in force."""
-        write_document(self.path, document, self._parsed.version.next())
+        write_document(self.path, document, next_version(self._parsed.version))
         self.load()
 
     def _current_document(self) -> dict[str, object]:

@@ -27,6 +27,7 @@ from typing import Any
 import yaml
 
 from broker.acl.errors import AclError
+from rocketmq_wire.bodies.topic_config import DataVersion
 
 log = logging.getLogger("broker.acl")
 
@@ -75,15 +76,9 @@ class AccountConfig:
             )
 
 
-@dataclasses.dataclass(frozen=True, slots=True)
-class FileVersion:
-    """The ``dataVersion`` an ACL file carries (Apache's ``DataVersion``: counter and timestamp)."""
-
-    counter: int = 0
-    timestamp: int = dataclasses.field(default_factory=lambda: int(time.time() * 1000))
-
-    def next(self) -> FileVersion:
-        return FileVersion(self.counter + 1, int(time.time() * 1000))
+def next_version(version: DataVersion) -> DataVersion:
+    """The version a rewrite gets: the counter plus one, stamped now (Java's ``DataVersion.nextVersion``)."""
+    return DataVersion(timestamp=int(time.time() * 1000), counter=version.counter + 1)
 
 
 @dataclasses.dataclass(slots=True)
@@ -92,7 +87,7 @@ class PlainAclFile:
 
     global_white_addresses: list[str] = dataclasses.field(default_factory=list)
     accounts: list[AccountConfig] = dataclasses.field(default_factory=list)
-    version: FileVersion = dataclasses.field(default_factory=FileVersion)
+    version: DataVersion = dataclasses.field(default_factory=DataVersion)
     document: dict[str, Any] = dataclasses.field(default_factory=dict)
 
 
@@ -149,13 +144,13 @@ def _account(raw: object, where: str) -> AccountConfig:
     )
 
 
-def _version(raw: object, where: str) -> FileVersion:
+def _version(raw: object, where: str) -> DataVersion:
     if raw is None:
-        return FileVersion()
+        return DataVersion()
     if not isinstance(raw, list):
         raise AclError(f"{where}: expected a list with one counter/timestamp entry")
     if not raw:
-        return FileVersion()
+        return DataVersion()
     first = raw[0]
     if not isinstance(first, dict):
         raise AclError(f"{where}[0]: expected counter and timestamp")
@@ -164,7 +159,7 @@ def _version(raw: object, where: str) -> FileVersion:
         timestamp = int(first.get("timestamp", int(time.time() * 1000)))
     except (TypeError, ValueError):
         raise AclError(f"{where}[0]: counter and timestamp must be numbers") from None
-    return FileVersion(counter, timestamp)
+    return DataVersion(timestamp=timestamp, counter=counter)
 
 
 def parse_document(document: object, source: str) -> PlainAclFile:
@@ -240,7 +235,7 @@ def account_document(account: AccountConfig, existing: dict[str, Any] | None = N
     return entry
 
 
-def write_document(path: Path, document: dict[str, Any], version: FileVersion) -> None:
+def write_document(path: Path, document: dict[str, Any], version: DataVersion) -> None:
     """Write ``document`` with ``version`` as its ``dataVersion``, replacing the file in one step (a
     reader -- the broker's own reload, an operator's editor -- never sees half a file)."""
     document = dict(document)

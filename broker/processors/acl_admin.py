@@ -17,7 +17,6 @@ from broker.acl import AccountConfig, AclError, PlainAclManager
 from broker.processors.common import read_header
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
-from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.fastjson import dumps
 from rocketmq_wire.headers.acl import (
     CreateAccessConfigRequestHeader,
@@ -126,7 +125,7 @@ class GetAclVersionProcessor(_AclProcessor):
         if manager is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, ACL_OFF)
         config = self._broker.config
-        stamp = DataVersion(timestamp=manager.version.timestamp, counter=manager.version.counter)
+        stamp = manager.version
         header = GetBrokerAclConfigResponseHeader(
             version=stamp.to_json().decode("utf-8"),
             all_acl_file_version=dumps({str(manager.path): stamp.to_bean()}),
