@@ -1,7 +1,8 @@
 """Headers of the plain-ACL administration requests (4.9.x): create or update an account, delete one,
 replace the global white list, and the answer to "which ACL version do you have".
 
-Declared in Java's field order. ``admin`` is a Java ``boolean``, so Java senders always write it.
+Declared in Java's field order. ``admin`` is a Java ``boolean``: Java senders always write it, and a request
+without it means false.
 ``aclFileFullPath`` is ``@CFNotNull`` in Apache's header although mqadmin leaves it out when ``-p`` is not
 given: a 4.9.8 broker then refuses the request with "the custom field <aclFileFullPath> is null". The
 permission lists travel as one comma-separated string each (``topicA=PUB,topicB=SUB``).
@@ -25,7 +26,7 @@ class CreateAccessConfigRequestHeader(CommandHeader):
     access_key: str | None = jstr("accessKey", required=True)
     secret_key: str | None = jstr("secretKey")
     white_remote_address: str | None = jstr("whiteRemoteAddress")
-    admin: bool | None = jbool("admin", default=False)
+    admin: bool | None = jbool("admin")
     default_topic_perm: str | None = jstr("defaultTopicPerm")
     default_group_perm: str | None = jstr("defaultGroupPerm")
     topic_perms: str | None = jstr("topicPerms")

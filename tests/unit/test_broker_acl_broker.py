@@ -343,7 +343,7 @@ def test_acl_config_body_round_trips() -> None:
 
 def test_create_account_header_writes_javas_fields_in_order() -> None:
     header = CreateAccessConfigRequestHeader(
-        access_key="RocketMQ", secret_key="12345678", topic_perms="a=PUB,b=SUB"
+        access_key="RocketMQ", secret_key="12345678", admin=False, topic_perms="a=PUB,b=SUB"
     )
     assert header.ext_items() == [
         ("accessKey", "RocketMQ"),
