@@ -10,18 +10,29 @@ Sign with an admin account (``--access-key``/``--secret-key``) when the brokers 
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from rich.table import Table
 
-from admin import Admin
 from cli import params
 from cli.broker_admin_cmd import Broker, Cluster, report_done, walk_brokers
-from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
+from cli.common import (
+    AccessKey,
+    AsJson,
+    Namesrv,
+    SecretKey,
+    TimeoutMs,
+    cell,
+    emit_json,
+    out,
+    target,
+    with_admin,
+)
 from cli.errors import CliError, friendly
-from cli.render import cell, timestamp
-from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
+
+if TYPE_CHECKING:
+    from admin import Admin
+    from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
 
 acl_app = typer.Typer(
     help="Brokers' plain ACL (4.9.x): accounts, global white list, versions.", no_args_is_help=True
@@ -85,6 +96,8 @@ def update_account(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Create an ACL account, or update the one with this key (mqadmin updateAclConfig)."""
+    from rocketmq_wire.bodies.acl import PlainAccessConfig
+
     _where_required(broker, cluster)
     account = PlainAccessConfig(
         access_key=account_key.strip(),
@@ -208,6 +221,10 @@ def version(
     if as_json:
         emit_json(rows)
         return
+    from rich.table import Table
+
+    from cli.render import timestamp
+
     table = Table(
         "Cluster", "Broker Name", "Broker Addr", "ACL File", "Version", "Last Update", title="ACL versions"
     )
@@ -254,6 +271,8 @@ def config(
             }
         )
         return
+    from rich.table import Table
+
     for addr, body in configs.items():
         table = Table(
             "Access Key",
