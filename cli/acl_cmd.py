@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli import params
-from cli.broker_admin_cmd import Broker, Cluster, report_done, walk_brokers
+from cli.broker_admin_cmd import Broker, Cluster, broker_addrs, not_both, report_done, walk_brokers
 from cli.common import (
     AccessKey,
     AsJson,
@@ -46,6 +46,7 @@ AccountKey = Annotated[
 def _where_required(broker: str | None, cluster: str | None) -> None:
     if broker is None and cluster is None:
         raise CliError("pass --broker or --cluster")
+    not_both(broker, cluster)
 
 
 def _split(text: str | None) -> list[str] | None:
@@ -177,14 +178,6 @@ def update_global_white(
     report_done(done, f"global white list {','.join(entries)}", as_json)
 
 
-async def _masters(admin: Admin, broker: str | None, cluster: str | None) -> list[str]:
-    if broker is not None and cluster is not None:
-        raise CliError("pass either --cluster or --broker, not both")
-    if broker is not None:
-        return [broker]
-    return [b.addr for b in await admin.brokers(cluster, masters_only=True)]
-
-
 @acl_app.command("version")
 @friendly
 def version(
@@ -202,7 +195,7 @@ def version(
 
     async def main(admin: Admin) -> list[dict[str, Any]]:
         rows = []
-        for addr in await _masters(admin, broker, cluster):
+        for addr in await broker_addrs(admin, broker, cluster, masters_only=True):
             info = await admin.acl_version(addr)
             for path, stamp in info.files.items():
                 rows.append(
@@ -257,7 +250,10 @@ def config(
     where = target(namesrv, access_key, secret_key, timeout_ms)
 
     async def main(admin: Admin) -> dict[str, GetBrokerClusterAclConfigResponseBody]:
-        return {addr: await admin.acl_config(addr) for addr in await _masters(admin, broker, cluster)}
+        return {
+            addr: await admin.acl_config(addr)
+            for addr in await broker_addrs(admin, broker, cluster, masters_only=True)
+        }
 
     configs = with_admin(where, main)
     if as_json:

@@ -40,6 +40,20 @@ Broker = Annotated[
 Cluster = Annotated[str | None, typer.Option("--cluster", "-c", help="Every broker of this cluster")]
 
 
+def not_both(broker: str | None, cluster: str | None) -> None:
+    if broker is not None and cluster is not None:
+        raise CliError("pass either --cluster or --broker, not both")
+
+
+async def broker_addrs(
+    admin: Admin, broker: str | None, cluster: str | None, masters_only: bool
+) -> list[str]:
+    """``broker`` alone, or every broker (masters only if asked) of ``cluster`` (of all clusters if None)."""
+    if broker is not None:
+        return [broker]
+    return [b.addr for b in await admin.brokers(cluster, masters_only=masters_only)]
+
+
 def walk_brokers(
     where: Target,
     broker: str | None,
@@ -50,14 +64,10 @@ def walk_brokers(
 ) -> list[str]:
     """Run ``work`` on one broker, or on every broker (masters only if asked) of a cluster; returns the
     addresses done. Shared by the commands that change brokers one after the other (here and ``rmq acl``)."""
-    if broker is not None and cluster is not None:
-        raise CliError("pass either --cluster or --broker, not both")
+    not_both(broker, cluster)
 
     async def main(admin: Admin) -> list[str]:
-        if broker is not None:
-            addrs = [broker]
-        else:
-            addrs = [b.addr for b in await admin.brokers(cluster, masters_only=masters_only)]
+        addrs = await broker_addrs(admin, broker, cluster, masters_only)
         with walking(what) as bar:
             task = bar.add_task(what, total=len(addrs))
             for addr in addrs:
