@@ -1,5 +1,9 @@
 """Apache's mqadmin (``MQAdminStartup``) of a release, run once per command with ``java -cp``.
 
+It runs through ``rmqit.AdminExit`` (compiled with the Java peer): Apache's main, then an exit as soon as it
+returns, instead of two idle seconds waiting for the client's event loops to wind down. Where the Java peer
+cannot be compiled (a JRE without ``javac``), Apache's main class runs on its own.
+
 Its output is the text a RocketMQ operator reads; tests parse the few columns they check. The serialization
 of its requests follows ``-Drocketmq.serialize.type`` (JSON or ROCKETMQ), as with any Apache client.
 """
@@ -7,6 +11,8 @@ of its requests follows ``-Drocketmq.serialize.type`` (JSON or ROCKETMQ), as wit
 from __future__ import annotations
 
 import dataclasses
+import functools
+import logging
 import subprocess
 import tempfile
 from collections.abc import Sequence
@@ -15,8 +21,14 @@ from pathlib import Path
 from tests.integration.apache import jvm, maven
 from tests.integration.apache.cache import cache_root
 from tests.integration.apache.releases import ApacheRelease
+from tests.integration.clusters.model import ProviderUnavailable
+from tests.integration.java_peer.build import compile_classes
+
+log = logging.getLogger("tests.apache.mqadmin")
 
 MQADMIN_MAIN = "org.apache.rocketmq.tools.command.MQAdminStartup"
+#: Our wrapper of MQADMIN_MAIN (``tests/integration/java/src/rmqit/AdminExit.java``).
+EXITING_MAIN = "rmqit.AdminExit"
 TIMEOUT_S = 120.0
 
 
@@ -46,14 +58,14 @@ def run(
     timeout: float = TIMEOUT_S,
 ) -> AdminRun:
     """``mqadmin COMMAND [-n NAMESRV] ARGS``; a non-zero exit is not raised (see :meth:`AdminRun.check`)."""
-    classpath = maven.classpath("tools", release.tools_version)
+    classpath, main_class = _program(release.tools_version)
     rmq_home = jvm.rocketmq_home(cache_root() / "rocketmq-home")
     full_args = [command, *(["-n", namesrv] if namesrv else []), *args]
     with tempfile.TemporaryDirectory(prefix="mqadmin-") as user_home:
         argv = jvm.java_argv(
             "tool",
             classpath,
-            MQADMIN_MAIN,
+            main_class,
             full_args,
             user_home=Path(user_home),
             system_properties={"rocketmq.serialize.type": serialize},
@@ -68,3 +80,14 @@ def run(
             stdin=subprocess.DEVNULL,
         )
     return AdminRun(argv, result.returncode, result.stdout, result.stderr)
+
+
+@functools.cache
+def _program(tools_version: str) -> tuple[tuple[Path, ...], str]:
+    """The classpath and main class mqadmin of ``tools_version`` runs with (compiling the wrapper once)."""
+    try:
+        classes, classpath = compile_classes(tools_version)
+    except ProviderUnavailable as exc:
+        log.warning("mqadmin runs without its exit wrapper (each call waits ~2 s longer): %s", exc)
+        return maven.classpath("tools", tools_version), MQADMIN_MAIN
+    return (*classpath, classes), EXITING_MAIN
