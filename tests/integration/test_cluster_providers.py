@@ -19,6 +19,7 @@ from tests.integration.apache import jvm, maven
 from tests.integration.apache.cache import CACHE_ENV
 from tests.integration.apache.releases import VERSIONS_ENV, ApacheRelease, releases
 from tests.integration.clusters import apache_docker, providers
+from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import ProviderUnavailable
 from tests.integration.clusters.processes import ManagedProcess, free_port_block, is_running
 
@@ -127,6 +128,27 @@ def test_stop_kills_a_grandchild_that_ignores_sigterm(tmp_path: Path) -> None:
     for process_id in pids:
         with pytest.raises(ProcessLookupError):
             os.kill(process_id.pid, 0)
+
+
+def test_discarding_a_launch_kills_only_the_processes_that_allow_it(tmp_path: Path) -> None:
+    """Apache's servers (kill_on_discard) die by SIGKILL at once when the store is thrown away; the
+    project's servers still get SIGTERM, so their clean stop stays checked."""
+    catches_term = (
+        "import signal, sys, time\n"
+        "signal.signal(signal.SIGTERM, lambda *_: sys.exit(7))\n"
+        "print('up', flush=True)\n"
+        "while True: time.sleep(1)"
+    )
+    launch = Launch(tmp_path / "work", tmp_path / "logs")
+    killed = launch.process("killed", [sys.executable, "-c", catches_term], kill_on_discard=True)
+    termed = launch.process("termed", [sys.executable, "-c", catches_term])
+    for process in (killed, termed):
+        process.wait_for_output(re.compile("^up$", re.M), time.monotonic() + 20)
+    started = time.monotonic()
+    assert launch.stop(discard=True) == []
+    assert time.monotonic() - started < 5
+    assert killed.popen.returncode == -signal.SIGKILL
+    assert termed.popen.returncode == 7
 
 
 def test_port_block_leaves_room_for_the_vip_and_ha_ports() -> None:

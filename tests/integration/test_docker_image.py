@@ -107,7 +107,7 @@ def test_apache_servers_in_local_image(release: ApacheRelease, tmp_path: Path) -
         assert version == _version_desc(release.version)
         assert len(apache_docker.containers_of(launch)) == 2
     finally:
-        leftovers = launch.stop()
+        leftovers = launch.stop(discard=True)
     assert leftovers == []
     assert apache_docker.containers_of(launch) == [], "a container of the launch is still in the engine"
     broker_log = (launch.logs_dir / "docker-broker.log").read_text("utf-8", "replace")

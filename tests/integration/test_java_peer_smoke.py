@@ -116,12 +116,12 @@ def servers(
             register_s = 120.0
         data = wait_for_broker_sync(namesrv, CLUSTER_NAME, BROKER_NAME, register_s, launch.check_alive)
     except ProviderUnavailable as exc:
-        leftovers = launch.stop()
+        leftovers = launch.stop(discard=True)
         shutil.rmtree(root, ignore_errors=True)
         assert not leftovers, f"{label} servers left behind: {leftovers}"
         _unavailable(str(exc))
     except BaseException:
-        leftovers = launch.stop()
+        leftovers = launch.stop(discard=True)
         print(f"{label} servers' logs kept in {root / 'logs'}")
         assert not leftovers, f"{label} servers left behind: {leftovers}"
         raise
@@ -130,7 +130,7 @@ def servers(
     try:
         yield Servers(label, namesrv, addr, release)
     finally:
-        leftovers = launch.stop()
+        leftovers = launch.stop(discard=True)
         if request.session.testsfailed > failures_before:
             print(f"{label} servers' logs kept in {root / 'logs'}")
             shutil.rmtree(root / "work", ignore_errors=True)

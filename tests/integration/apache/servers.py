@@ -42,7 +42,9 @@ def _start(
     argv = jvm.java_argv(
         kind, maven.classpath("servers", release.version), main, config_args, user_home=user_home
     )
-    return launch.process(name, argv, env=jvm.java_env(rmq_home), cwd=folder, grace_s=GRACE_S)
+    return launch.process(
+        name, argv, env=jvm.java_env(rmq_home), cwd=folder, grace_s=GRACE_S, kill_on_discard=True
+    )
 
 
 def start_namesrv(launch: Launch, release: ApacheRelease, name: str = "apache-namesrv") -> NamesrvEndpoint:

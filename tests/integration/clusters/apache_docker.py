@@ -227,14 +227,15 @@ def _remove(container: Any, what: str) -> list[str]:
     return [f"{what}: container {container_id[:12]} still exists"]
 
 
-def _undo(container: Any, name: str, logs_dir: Path) -> list[str]:
-    """Stop gracefully (bounded), keep the output and log files, remove, verify gone."""
+def _undo(container: Any, name: str, logs_dir: Path, discard: bool) -> list[str]:
+    """Stop gracefully (bounded; at once when the launch is discarded, as for Apache's servers started
+    by ``java``), keep the output and log files, remove, verify gone."""
     try:
         wrapped = container.get_wrapped_container()
     except Exception:
         return []  # never created
     try:
-        wrapped.stop(timeout=STOP_GRACE_S)
+        wrapped.stop(timeout=0 if discard else STOP_GRACE_S)
     except Exception as exc:  # already gone, or the engine failed: removal below says which
         log.info("stopping %s: %s", name, exc)
     _save_logs(container, logs_dir / f"{name}.log")
@@ -286,7 +287,7 @@ def _run(
     container.waiting_for(
         LogMessageWaitStrategy(boot).with_startup_timeout(int(BOOT_TIMEOUT_S)).with_poll_interval(BOOT_POLL_S)
     )
-    launch.on_stop(name, lambda: _undo(container, name, launch.logs_dir))
+    launch.on_stop(name, lambda discard: _undo(container, name, launch.logs_dir, discard))
     launch.on_check(_liveness(container, name))
     started = time.monotonic()
     try:

@@ -72,7 +72,7 @@ def running_cluster(
     try:
         yield running, launch
     finally:
-        leftovers = launch.stop()
+        leftovers = launch.stop(discard=True)
         if leftovers or failed():
             KEPT_LOGS.append(root / "logs")
             shutil.rmtree(root / "work", ignore_errors=True)

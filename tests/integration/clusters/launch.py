@@ -36,7 +36,7 @@ class Launch:
         self.work_dir = work_dir
         self.logs_dir = logs_dir
         self.processes: list[ManagedProcess] = []
-        self._undo: list[tuple[str, Callable[[], list[str]]]] = []
+        self._undo: list[tuple[str, Callable[[bool], list[str]]]] = []
         self._liveness: list[Callable[[], None]] = []
 
     def process(
@@ -47,20 +47,29 @@ class Launch:
         env: Mapping[str, str] | None = None,
         cwd: Path | None = None,
         grace_s: float = 10.0,
+        kill_on_discard: bool = False,
     ) -> ManagedProcess:
-        """Start ``argv`` as a managed process logging to ``logs_dir/<name>.log``; stopped by :meth:`stop`."""
+        """Start ``argv`` as a managed process logging to ``logs_dir/<name>.log``; stopped by :meth:`stop`.
+
+        ``kill_on_discard``: when the launch is stopped for good (``stop(discard=True)``), SIGKILL at once
+        instead of SIGTERM and ``grace_s``. For Apache's servers, whose shutdown hooks spend 10-17 s
+        flushing and unregistering for a store that is deleted next; the project's servers keep SIGTERM,
+        so every teardown also checks that they stop cleanly.
+        """
         process = ManagedProcess(name, argv, self.logs_dir / f"{name}.log", env=env, cwd=cwd).start()
         self.processes.append(process)
 
-        def stop() -> list[str]:
-            return [f"{name}: pid {p.pid} still exists" for p in process.stop(grace_s)]
+        def stop(discard: bool) -> list[str]:
+            grace = 0.0 if discard and kill_on_discard else grace_s
+            return [f"{name}: pid {p.pid} still exists" for p in process.stop(grace)]
 
         self.on_stop(name, stop)
         self.on_check(lambda: _check_process(process))
         return process
 
-    def on_stop(self, what: str, undo: Callable[[], list[str]]) -> None:
-        """``undo`` runs at stop (last registered first) and returns descriptions of what it left behind."""
+    def on_stop(self, what: str, undo: Callable[[bool], list[str]]) -> None:
+        """``undo(discard)`` runs at stop (last registered first) and returns descriptions of what it left
+        behind; ``discard`` is :meth:`stop`'s."""
         self._undo.append((what, undo))
 
     def on_check(self, check: Callable[[], None]) -> None:
@@ -71,12 +80,14 @@ class Launch:
         for check in self._liveness:
             check()
 
-    def stop(self) -> list[str]:
+    def stop(self, *, discard: bool = False) -> list[str]:
+        """Undo everything started, last first. ``discard``: the caller deletes the stores next, so
+        processes that allow it are killed rather than shut down (see :meth:`process`)."""
         leftovers: list[str] = []
         while self._undo:
             what, undo = self._undo.pop()
             try:
-                leftovers.extend(undo())
+                leftovers.extend(undo(discard))
             except Exception as exc:  # keep undoing the rest; report this as a leftover
                 log.exception("stopping %s failed", what)
                 leftovers.append(f"{what}: stopping failed: {exc!r}")

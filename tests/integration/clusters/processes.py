@@ -234,13 +234,16 @@ class ManagedProcess:
                     os.kill(process.pid, sig)
 
     def stop(self, grace_s: float) -> list[ProcessId]:
-        """SIGTERM to every process of this server, SIGKILL to those still there after ``grace_s``; reaps
-        the leader, waits for the others to be reaped, and returns every process ``os.kill(pid, 0)`` still
-        finds (an empty list is success)."""
+        """SIGTERM to every process of this server, SIGKILL to those still there after ``grace_s`` (at once
+        when it is 0); reaps the leader, waits for the others to be reaped, and returns every process
+        ``os.kill(pid, 0)`` still finds (an empty list is success)."""
         if self._popen is None:
             return []
-        self._signal(signal.SIGTERM)
-        if not wait_until(lambda: not self.running(), time.monotonic() + grace_s):
+        if grace_s <= 0:
+            self._signal(signal.SIGKILL)
+        else:
+            self._signal(signal.SIGTERM)
+        if grace_s > 0 and not wait_until(lambda: not self.running(), time.monotonic() + grace_s):
             log.warning("%s did not stop within %.0f s of SIGTERM; killing it", self.name, grace_s)
             self._signal(signal.SIGKILL)
         with contextlib.suppress(subprocess.TimeoutExpired):

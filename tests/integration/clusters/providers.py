@@ -256,7 +256,7 @@ def start_cluster(spec: ProviderSpec, work_dir: Path, logs_dir: Path) -> tuple[C
             )
             brokers.append(BrokerEndpoint(name, data.broker_addrs[0], kind))
     except BaseException:
-        leftovers = launch.stop()
+        leftovers = launch.stop(discard=True)
         if leftovers:
             log.error("after a failed start of %s, still running: %s", spec.id, leftovers)
         raise
