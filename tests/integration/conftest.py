@@ -3,7 +3,7 @@
 import pytest
 
 from tests.integration.apache.releases import releases
-from tests.integration.clusters.fixture import cluster, scenario_budget, terminal_summary
+from tests.integration.clusters.fixture import WorkerRelay, cluster, scenario_budget, terminal_summary
 from tests.integration.cpp_peer.fixtures import cpp_client, cpp_client_unavailable
 from tests.integration.go_peer.fixtures import go_client, go_client_unavailable
 from tests.integration.java_peer.fixtures import java_client, java_client_unavailable
@@ -24,6 +24,11 @@ __all__ = [
     "silent_namesrv",
     "spark",
 ]
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(WorkerRelay(), "rmq-worker-relay")
 
 
 def _provider_of(item: pytest.Item) -> str | None:

@@ -1,8 +1,10 @@
 """The ``cluster`` fixture: one running cluster per provider for the whole session.
 
 Session scope because Java servers take seconds to boot; pytest runs every test of one provider before
-tearing it down and starting the next, so at most one cluster runs at a time. Tests never share data: each
-uses its own topics and groups (:func:`~tests.integration.clusters.model.unique_name`).
+tearing it down and starting the next, so at most one shared cluster runs per pytest process (under
+pytest-xdist, one per worker: ``tests/conftest.py`` hands all tests of a provider to the same worker).
+Tests never share data: each uses its own topics and groups
+(:func:`~tests.integration.clusters.model.unique_name`).
 
 Teardown stops every process by pid and fails when one survives; the servers' logs are kept (and their
 folder named at the end of the run) when a test that used the cluster failed, else removed with the store.
@@ -119,6 +121,23 @@ def scenario_budget() -> Iterator[None]:
     assert elapsed < SCENARIO_BUDGET_S, (
         f"scenario took {elapsed:.1f} s, over its {SCENARIO_BUDGET_S:.0f} s budget"
     )
+
+
+class WorkerRelay:
+    """Brings each pytest-xdist worker's start-up times and kept log folders to the controller, which is
+    the process that prints the summary (a worker's own summary is never shown)."""
+
+    @pytest.hookimpl(trylast=True)  # after the session fixtures' teardown, which may keep logs
+    def pytest_sessionfinish(self, session: pytest.Session) -> None:
+        output = getattr(session.config, "workeroutput", None)
+        if output is not None:
+            output["rmq_start_times"] = dict(START_TIMES)
+            output["rmq_kept_logs"] = [str(path) for path in KEPT_LOGS]
+
+    def pytest_testnodedown(self, node: object, error: object) -> None:
+        output = getattr(node, "workeroutput", None) or {}
+        START_TIMES.update(output.get("rmq_start_times", {}))
+        KEPT_LOGS.extend(Path(path) for path in output.get("rmq_kept_logs", []))
 
 
 def terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

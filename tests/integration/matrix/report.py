@@ -11,6 +11,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import datetime
+import re
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,7 @@ from tests.integration.apache.cache import cache_root
 from tests.integration.matrix.cells import CLIENTS, OPERATIONS, SERIALIZATIONS, not_applicable
 
 MATRIX_MODULE = "test_matrix.py"
+_CELL_ID = re.compile(r"\[([^\[\]]+)\](?:@[^\[\]]*)?$")
 
 
 @dataclasses.dataclass
@@ -27,9 +29,11 @@ class Outcomes:
     cells: dict[tuple[str, str, str, str], str] = dataclasses.field(default_factory=dict)
 
     def record(self, report: pytest.TestReport) -> None:
-        if MATRIX_MODULE not in report.nodeid or "[" not in report.nodeid:
+        # Under pytest-xdist's loadgroup the id ends in "@<group>" (see tests/conftest.py).
+        found = _CELL_ID.search(report.nodeid)
+        if MATRIX_MODULE not in report.nodeid or found is None:
             return
-        params = report.nodeid.rsplit("[", 1)[1].rstrip("]")
+        params = found.group(1)
         # ids look like "<provider>-<client>-<operation>-<SERIALIZATION>"; only the provider has dashes
         provider, client, operation, serialize = params.rsplit("-", 3)
         key = (provider, client, operation, serialize)

@@ -1,0 +1,32 @@
+"""Fixtures and hooks for the whole suite: how tests are shared out between pytest-xdist workers.
+
+``scripts/test.sh`` runs the suite in two worker processes (``-n 2 --dist loadgroup``): most of an
+integration test's time is spent waiting on other processes (JVMs starting, brokers registering, consumers
+rebalancing), so a second worker fills the idle core. Each worker is its own pytest session with its own
+session fixtures, so the unit of work handed to a worker must keep expensive fixtures set up once:
+
+* a test on the shared ``cluster`` fixture goes with every other test of that provider (a worker starts
+  each provider's servers at most once, and runs one provider's tests back to back);
+* any other test goes with the rest of its module (module-scoped servers and peers start once).
+"""
+
+from __future__ import annotations
+
+import pytest
+
+
+def work_unit(item: pytest.Item) -> str:
+    """The xdist group of ``item``: ``cluster:<provider id>`` or its module's path."""
+    callspec = getattr(item, "callspec", None)
+    spec = callspec.params.get("cluster") if callspec is not None else None
+    provider = getattr(spec, "id", None)
+    if provider is not None:
+        return f"cluster:{provider}"
+    return item.nodeid.split("::", 1)[0]
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.pluginmanager.hasplugin("xdist"):
+        return
+    for item in items:
+        item.add_marker(pytest.mark.xdist_group(work_unit(item)))
