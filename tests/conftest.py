@@ -8,18 +8,25 @@ session fixtures, so the unit of work handed to a worker must keep expensive fix
 * a test on the shared ``cluster`` fixture goes with every other test of that provider (a worker starts
   each provider's servers at most once, and runs one provider's tests back to back);
 * any other test goes with the rest of its module (module-scoped servers and peers start once).
+
+The end-of-run summaries (cluster start-up times, kept logs, the compatibility matrix) are hooked here and
+not in ``tests/integration/conftest.py``: xdist's controller, the process that reports, never collects, so
+it loads this file only. What only workers know reaches it through
+:class:`~tests.integration.clusters.fixture.WorkerRelay`.
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.integration.clusters.fixture import WorkerRelay, provider_of
+from tests.integration.clusters.fixture import terminal_summary as clusters_summary
+from tests.integration.matrix import report as matrix_report
+
 
 def work_unit(item: pytest.Item) -> str:
     """The xdist group of ``item``: ``cluster:<provider id>`` or its module's path."""
-    callspec = getattr(item, "callspec", None)
-    spec = callspec.params.get("cluster") if callspec is not None else None
-    provider = getattr(spec, "id", None)
+    provider = provider_of(item)
     if provider is not None:
         return f"cluster:{provider}"
     return item.nodeid.split("::", 1)[0]
@@ -31,3 +38,17 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     for item in items:
         item.add_marker(pytest.mark.xdist_group(work_unit(item)))
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    if config.pluginmanager.hasplugin("xdist"):
+        config.pluginmanager.register(WorkerRelay(), "rmq-worker-relay")
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    matrix_report.OUTCOMES.record(report)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    clusters_summary(terminalreporter)
+    matrix_report.terminal_summary(terminalreporter)

@@ -148,7 +148,9 @@ def test_discarding_a_launch_kills_only_the_processes_that_allow_it(tmp_path: Pa
     assert launch.stop(discard=True) == []
     assert time.monotonic() - started < 5
     assert killed.popen.returncode == -signal.SIGKILL
-    assert termed.popen.returncode == 7
+    # SIGTERM reaches the group and the process: a second one during the interpreter's exit (handlers are
+    # reset by then) ends it by the signal instead of its exit(7). Either way: terminated, not killed.
+    assert termed.popen.returncode in (7, -signal.SIGTERM)
 
 
 def test_port_block_leaves_room_for_the_vip_and_ha_ports() -> None:

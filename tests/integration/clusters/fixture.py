@@ -96,6 +96,13 @@ def cluster(request: pytest.FixtureRequest) -> Iterator[Cluster]:
         yield running
 
 
+def provider_of(item: pytest.Item) -> str | None:
+    """The id of the provider ``item`` runs on through the ``cluster`` fixture, else None."""
+    callspec = getattr(item, "callspec", None)
+    spec = callspec.params.get("cluster") if callspec is not None else None
+    return getattr(spec, "id", None)
+
+
 @contextlib.contextmanager
 def dedicated_cluster(provider_id: str) -> Iterator[tuple[Cluster, Launch, ProviderSpec]]:
     """A cluster of provider ``provider_id`` for one scenario alone, for scenarios that change brokers'
