@@ -1,7 +1,9 @@
 """The ``spark`` fixture for integration modules that write to real clusters through the connector.
 
 ``conftest.py`` offers it to every module. One local session (``local[2]``, workers on this interpreter)
-per module; skipped, with the reason, when pyspark, pyarrow or Java is missing.
+per pytest process (each xdist worker): starting and warming one takes 20-40 s on a busy machine, and a
+module-scoped session was started again for every provider, since pytest runs a provider's tests of all
+modules before the next provider's. Skipped, with the reason, when pyspark, pyarrow or Java is missing.
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import pytest
 from spark_connector.testing import LocalCluster, local_spark, spark_unavailable_reason
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def spark(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     """The session, warmed up: Spark's first job with a Python data source starts and primes its Python
     workers (10-20 s on a busy machine), which belongs to set-up rather than to a scenario's budget."""

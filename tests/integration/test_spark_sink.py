@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from spark_connector.testing import LocalCluster, local_spark, spark_unavailable_reason
+from spark_connector.testing import LocalCluster, spark_unavailable_reason
 from tests.integration.cpp_peer import runner
 
 pytestmark = pytest.mark.integration
@@ -43,13 +43,6 @@ ROWS = 40
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
     with LocalCluster(tmp_path_factory.mktemp("sink-cluster") / "store") as local:
         yield local
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = local_spark("rocketmq-sink-tests")
-    yield session
-    session.stop()
 
 
 def writer(df: DataFrame, cluster: LocalCluster, summary: Path | None = None, /, **options: str) -> Any:

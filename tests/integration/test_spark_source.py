@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from producer import Message
-from spark_connector.testing import LocalCluster, local_spark, spark_unavailable_reason
+from spark_connector.testing import LocalCluster, spark_unavailable_reason
 
 pytestmark = pytest.mark.integration
 
@@ -38,13 +38,6 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalCluster]:
         ]
         local.send(messages, queue_ids=[q for _ in range(PER_QUEUE) for q in (0, 1)])
         yield local
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator[SparkSession]:
-    session = local_spark("rocketmq-source-tests")
-    yield session
-    session.stop()
 
 
 def source(spark: SparkSession, cluster: LocalCluster, topic: str = "SourceTopic", **options: str) -> Any:
