@@ -52,9 +52,9 @@ def running_cluster(
     """``spec``'s servers, started in a folder of their own and stopped by pid afterwards.
 
     Skips (fails, where peers are required) when the provider cannot run here. The servers' logs are kept
-    (listed at the end of the run) when the start fails, a process survives or ``failed()`` says so; else
-    the folder goes. Not pytest's tmp_path_factory: it keeps only the last few runs' folders, and logs kept
-    after a failure must outlive the next runs.
+    (listed at the end of the run) when the start fails, a process survives, an exception leaves the block
+    or ``failed()`` says so; else the folder goes. Not pytest's tmp_path_factory: it keeps only the last
+    few runs' folders, and logs kept after a failure must outlive the next runs.
     """
     reason = spec.unavailable()
     if reason is not None:
@@ -71,11 +71,15 @@ def running_cluster(
         raise
     START_TIMES.setdefault(spec.id, time.monotonic() - started)
     log.info("cluster %s up in %.1f s: %s", spec.id, time.monotonic() - started, running)
+    raised = False
     try:
         yield running, launch
+    except BaseException:
+        raised = True  # a scenario run inside the block failed: its servers' logs are the evidence
+        raise
     finally:
         leftovers = launch.stop(discard=True)
-        if leftovers or failed():
+        if leftovers or raised or failed():
             KEPT_LOGS.append(root / "logs")
             shutil.rmtree(root / "work", ignore_errors=True)
         else:
