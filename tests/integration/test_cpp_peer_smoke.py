@@ -10,6 +10,7 @@ paths (SendResults, orderly and batch sends, pull and push consumption with a re
 from __future__ import annotations
 
 import base64
+import io
 import json
 import os
 import signal
@@ -22,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from rocketmq_wire.codes import RequestCode
-from tests.integration.cpp_peer import runner
+from tests.integration.cpp_peer import peer, runner
 from tests.integration.cpp_peer.fake_cluster import FakeCluster, fake_cluster
 
 pytestmark = pytest.mark.integration
@@ -312,3 +313,49 @@ def test_client_faults_are_told_from_real_timeouts_in_the_native_log() -> None:
     assert runner.failure_cause(locked) == "its connection-table lock timed out"
     assert runner.failure_cause(locked + woke_early) == spurious
     assert runner.failure_cause(timed_out) is None
+
+
+def test_a_send_the_client_failed_on_its_own_lock_is_made_again(tmp_path: Path) -> None:
+    """Only a failure whose attempt logged the lock "timeout" is retried (the request never left), at most
+    LOCK_RETRIES times, each retry reported; any other failure surfaces at once."""
+
+    class ClientError(Exception):
+        pass
+
+    errors = type("Exceptions", (), {"RocketMQException": ClientError})
+    binding = peer.Binding(client=None, ffi=None, exceptions=errors)
+    log_file = tmp_path / "rocketmq-cpp.log"
+    log_file.write_text("(info):start\n")
+    stream = io.StringIO()
+    where = (binding, peer.NativeLog(tmp_path), peer.Output(stream), 7)
+    calls: list[str] = []
+
+    def send(message: str, locked_times: int) -> str:
+        calls.append(message)
+        if len(calls) <= locked_times:
+            with log_file.open("a") as f:
+                f.write(f"(error):GetTransport of:127.0.0.1:1 {peer.CPP_LOCK_TIMEOUT}[CreateTransport:297]\n")
+            raise ClientError("No route info of this topic")
+        if message == "refused":
+            raise ClientError("broker answered code 2")
+        return f"sent {message}"
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(peer, "LOCK_RETRY_PAUSE_S", 0.0)
+        assert peer.send_past_lock_timeouts(where, send, "m", locked_times=2) == "sent m"
+        assert len(calls) == 3
+        retries = [json.loads(line) for line in stream.getvalue().splitlines()]
+        assert [(r["event"], r["index"], r["attempt"]) for r in retries] == [
+            ("client_retry", 7, 1),
+            ("client_retry", 7, 2),
+        ]
+
+        calls.clear()
+        with pytest.raises(ClientError, match="code 2"):
+            peer.send_past_lock_timeouts(where, send, "refused", locked_times=0)
+        assert calls == ["refused"], "a failure without the lock line is not retried"
+
+        calls.clear()
+        with pytest.raises(ClientError, match="No route info"):
+            peer.send_past_lock_timeouts(where, send, "m", locked_times=100)
+        assert len(calls) == peer.LOCK_RETRIES + 1

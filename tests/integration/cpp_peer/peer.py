@@ -13,6 +13,7 @@ native client logs to ``$HOME/logs/rocketmq-cpp/``, so the runner points ``HOME`
   ``offset`` (the C API gives no queue id), plus ``selected_queue``/``queue_count`` for orderly sends and
   ``batch_size`` for batches;
 * ``sent_oneway`` — one per oneway send;
+* ``client_retry`` — a send made again: the client failed it on its own lock (:data:`CPP_LOCK_TIMEOUT`);
 * ``queue`` / ``pull`` — for ``pull-consume``: each queue the client fetched, each pull's status and offsets;
 * ``message`` — one per received message (see :func:`describe_message`);
 * ``error`` — the binding raised: ``error_type``, ``message``; ``timeout`` — the peer's own deadline passed;
@@ -41,6 +42,7 @@ import threading
 import time
 import traceback
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import IO, Any
 
 EXIT_OK = 0
@@ -102,6 +104,16 @@ KNOWN_PROPERTIES = (
 _COW_REP_LENGTH = 24
 _COW_REP_CAPACITY = 16
 _MAX_BODY = 64 * 1024 * 1024
+
+
+#: What the C++ client logs when it gave up on its connection-table lock. In rocketmq-client-cpp 1.2.x the
+#: "timeout" is immediate on any contention: a send that starts while the client's own heartbeat thread
+#: connects to a newly routed broker fails before anything is written, and the client then resends it to
+#: the next queue (an orderly message out of its queue) or reports "No route info of this topic".
+CPP_LOCK_TIMEOUT = "get timed_mutex timeout"
+#: How often a send that failed on that lock alone is made again, and the pause before each new try.
+LOCK_RETRIES = 5
+LOCK_RETRY_PAUSE_S = 0.05
 
 
 class UsageError(Exception):
@@ -455,6 +467,55 @@ def start_producer(binding: Binding, args: argparse.Namespace, out: Output) -> A
     return producer
 
 
+class NativeLog:
+    """What the C++ client wrote to its own log since a mark.
+
+    Its log is a synchronous boost.log file sink with auto-flush, so the lines of a call that failed are in
+    the file by the time the call returns.
+    """
+
+    def __init__(self, folder: Path) -> None:
+        self._folder = folder
+
+    def mark(self) -> dict[Path, int]:
+        return {path: path.stat().st_size for path in self._folder.glob("*.log*")}
+
+    def since(self, mark: Mapping[Path, int]) -> str:
+        parts = []
+        for path in sorted(self._folder.glob("*.log*")):
+            with contextlib.suppress(OSError), path.open("rb") as f:
+                f.seek(mark.get(path, 0))
+                parts.append(f.read().decode("utf-8", "replace"))
+        return "".join(parts)
+
+
+def native_log() -> NativeLog:
+    """The client's log folder (``$HOME/logs/rocketmq-cpp``: the runner points ``HOME`` at a scratch one)."""
+    return NativeLog(Path.home() / "logs" / "rocketmq-cpp")
+
+
+def send_past_lock_timeouts(
+    where: tuple[Binding, NativeLog, Output, int], send: Callable[..., Any], *args: Any, **kwargs: Any
+) -> Any:
+    """``send(*args, **kwargs)`` for message (or batch) number ``where[3]``, made again when it failed and
+    the client logged :data:`CPP_LOCK_TIMEOUT` meanwhile.
+
+    Such a failure happened inside the client before its request left, so nothing was stored and the same
+    send may be made again without a duplicate; each new try is reported as a ``client_retry`` line.
+    """
+    binding, log, out, index = where
+    for attempt in range(1, LOCK_RETRIES + 2):
+        mark = log.mark()
+        try:
+            return send(*args, **kwargs)
+        except binding.exceptions.RocketMQException as exc:
+            if attempt > LOCK_RETRIES or CPP_LOCK_TIMEOUT not in log.since(mark):
+                raise
+            out.emit("client_retry", index=index, attempt=attempt, error=str(exc), reason=CPP_LOCK_TIMEOUT)
+            time.sleep(LOCK_RETRY_PAUSE_S)
+    raise AssertionError("unreachable")
+
+
 def _send_result(result: Any) -> dict[str, Any]:
     code = int(result.status)
     return {
@@ -491,12 +552,14 @@ def cmd_send(binding: Binding, args: argparse.Namespace, out: Output, progress: 
     started = time.monotonic()
     producer = start_producer(binding, args, out)
     code = EXIT_OK
+    log = native_log()
     for index, spec in enumerate(specs):
         progress.stage, progress.index = "send", index
         msg = build_message(binding, spec)
+        where = (binding, log, out, index)
         try:
             if args.command == "send-oneway":
-                producer.send_oneway(msg)
+                send_past_lock_timeouts(where, producer.send_oneway, msg)
                 out.emit("sent_oneway", index=index, topic=spec.topic)
             elif args.command == "send-orderly":
                 key = spec.sharding_key if spec.sharding_key is not None else args.sharding_key
@@ -510,13 +573,18 @@ def cmd_send(binding: Binding, args: argparse.Namespace, out: Output, progress: 
                     chosen.append((mq_size, queue))
                     return queue
 
-                result = producer.send_orderly(
-                    msg, key, retry_times=args.retry_times, queue_selector=selector
+                result = send_past_lock_timeouts(
+                    where,
+                    producer.send_orderly,
+                    msg,
+                    key,
+                    retry_times=args.retry_times,
+                    queue_selector=selector,
                 )
                 extra = {"queue_count": chosen[-1][0], "selected_queue": chosen[-1][1]} if chosen else {}
                 out.emit("send_result", index=index, sharding_key=key, **_send_result(result), **extra)
             else:
-                result = producer.send_sync(msg)
+                result = send_past_lock_timeouts(where, producer.send_sync, msg)
                 out.emit("send_result", index=index, **_send_result(result))
         except Exception as exc:
             if not _client_error(out, binding, exc, index=index):
@@ -535,13 +603,14 @@ def cmd_send_batch(binding: Binding, args: argparse.Namespace, out: Output, prog
     size = args.batch_size or len(specs)
     started = time.monotonic()
     producer = start_producer(binding, args, out)
+    log = native_log()
     code = EXIT_OK
     for index, first in enumerate(range(0, len(specs), size)):
         chunk = specs[first : first + size]
         progress.stage, progress.index = "send", index
         msgs = [build_message(binding, spec) for spec in chunk]
         try:
-            result = producer.send_batch(msgs)
+            result = send_past_lock_timeouts((binding, log, out, index), producer.send_batch, msgs)
         except Exception as exc:
             if not _client_error(out, binding, exc, index=index, batch_size=len(chunk)):
                 raise
@@ -838,7 +907,8 @@ def build_parser() -> argparse.ArgumentParser:
         p.add_argument("--keep-going", action="store_true", help="go on after a failed send")
         if name == "send-orderly":
             p.add_argument("--sharding-key", type=int, default=0, help="int; the queue is key %% queue count")
-            p.add_argument("--retry-times", type=int, default=3)
+            # 0 as in Java's selector sends: the C++ client's own retries go to the next queue, out of order.
+            p.add_argument("--retry-times", type=int, default=0)
         if name == "send-batch":
             p.add_argument("--batch-size", type=int, default=0, help="messages per batch (0: all in one)")
 

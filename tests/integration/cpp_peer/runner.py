@@ -32,6 +32,8 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from tests.integration.cpp_peer.peer import CPP_LOCK_TIMEOUT
+
 REPO_ROOT = Path(__file__).resolve().parents[3]
 PEER_MODULE = "tests.integration.cpp_peer.peer"
 BINDING_DIST = "rocketmq"
@@ -66,8 +68,6 @@ class PeerClientContention(PeerFailed):
     such a test once (``--only-rerun`` in scripts/test.sh); every other peer failure fails at once."""
 
 
-#: What the C++ client logs when it gave up waiting for its own connection-table lock.
-CPP_LOCK_TIMEOUT = "get timed_mutex timeout"
 #: What it logs when a synchronous request ended without an answer ...
 CPP_NO_ANSWER = "wait response timeout or get NULL response"
 #: ... and, before that, only when the wait really timed out.
