@@ -3,11 +3,12 @@ for the project's master and Apache's master with the same slave (the project's)
 
 Each (master, role) gets a pair of its own (``tests/integration/clusters/replication.py``): Apache's
 NameServer of ``--release``, the master, the project's slave. Once the master acknowledges SEND_OK (for a
-SYNC_MASTER: once the slave has caught on), one producer keeps ``--in-flight`` sends of ``--size`` bytes
-outstanding until ``--messages`` are acknowledged; meanwhile the commit-log ends of master and slave are
-sampled every 100 ms (GET_BROKER_RUNTIME_INFO). Printed per pair: messages/s (best and median of
-``--rounds``), the slave's lag in bytes (largest and mean of the samples), and how long the slave took to
-hold everything after the last acknowledgement; then the project/Apache ratios.
+SYNC_MASTER: once the slave has caught on) and the slave holds that warm-up message, one producer keeps
+``--in-flight`` sends of ``--size`` bytes outstanding until ``--messages`` are acknowledged; meanwhile the
+commit-log ends of master and slave are sampled every 100 ms (GET_BROKER_RUNTIME_INFO). Printed per pair:
+messages/s (best and median of ``--rounds``), the slave's lag in bytes (largest and mean of the samples),
+and how long the slave took to hold everything after the last acknowledgement; then the project/Apache
+ratios.
 
     .venv/bin/python benchmarks/ha.py [--release 4.9.7] [--messages 20000] [--size 1024]
                                       [--in-flight 64] [--rounds 2]
@@ -46,6 +47,8 @@ from tests.integration.clusters.replication import (  # noqa: E402
 ROLES = ("ASYNC_MASTER", "SYNC_MASTER")
 SAMPLE_S = 0.1
 CATCH_UP_LIMIT_S = 60.0
+#: Longest wait for the slave to link before a round (Apache brokers register every 30 s).
+LINK_LIMIT_S = 45.0
 
 
 @dataclasses.dataclass
@@ -62,6 +65,18 @@ async def _sample_lag(namesrv: str, addrs: dict[int, str], lags: list[int], stop
         await asyncio.sleep(SAMPLE_S)
 
 
+async def _caught_up(namesrv: str, addrs: dict[int, str], limit_s: float) -> bool:
+    """Whether the slave's commit log reached the master's end within ``limit_s``."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        ends = await commit_log_ends(namesrv, addrs)
+        if ends[1] >= ends[0]:
+            return True
+        if time.monotonic() > deadline:
+            return False
+        await asyncio.sleep(0.01)
+
+
 async def _round(
     namesrv: str, addrs: dict[int, str], topic: str, args: argparse.Namespace, out: Figures
 ) -> None:
@@ -70,6 +85,10 @@ async def _round(
     not_ok = 0
     async with Producer("HaBench", namesrv, send_timeout_ms=10_000) as producer:
         await wait_in_sync(producer, topic, set())
+        # An ASYNC_MASTER acknowledges before any slave is linked (a slave links once a registration answer
+        # names its master's HA address): time nothing until the slave holds the warm-up message.
+        if not await _caught_up(namesrv, addrs, LINK_LIMIT_S):
+            raise SystemExit(f"the slave did not link to its master within {LINK_LIMIT_S:.0f} s")
 
         async def one() -> None:
             nonlocal not_ok
@@ -83,12 +102,7 @@ async def _round(
         await asyncio.gather(*(one() for _ in range(args.messages)))
         elapsed = time.perf_counter() - started
         acked_at = time.perf_counter()
-        deadline = time.monotonic() + CATCH_UP_LIMIT_S
-        while True:
-            ends = await commit_log_ends(namesrv, addrs)
-            if ends[1] >= ends[0] or time.monotonic() > deadline:
-                break
-            await asyncio.sleep(0.01)
+        await _caught_up(namesrv, addrs, CATCH_UP_LIMIT_S)
         out.catch_up_ms.append((time.perf_counter() - acked_at) * 1000)
         stop.set()
         await sampler
