@@ -94,6 +94,7 @@ from rocketmq_wire.headers.transaction import CheckTransactionStateRequestHeader
 from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.transport import Connection, RemotingClient, RemotingError, RemotingServer
 from rocketmq_wire.transport.dispatch import RequestGate
+from rocketmq_wire.transport.tls import TlsConfig, TlsMode
 
 log = logging.getLogger("broker")
 
@@ -108,9 +109,13 @@ class BrokerNotStartedError(RuntimeError):
 class Broker:
     """One broker. Use ``async with Broker(config) as broker:`` or call :meth:`start` / :meth:`close`."""
 
-    def __init__(self, config: BrokerConfig, *, clock: Clock | None = None) -> None:
+    def __init__(
+        self, config: BrokerConfig, *, clock: Clock | None = None, tls: TlsConfig | None = None
+    ) -> None:
         config.validate()
         self.config = config
+        #: Apache's TLS settings; None serves plain connections only (what tests and embedding want).
+        self.tls = tls
         self.clock: Clock = clock or SystemClock()
         self.stats = BrokerStats(self.clock)
         self.config_version = DataVersion(timestamp=self.clock.now_ms(), counter=0)
@@ -126,8 +131,12 @@ class Broker:
         self.producer_manager = ProducerManager()
         self.lock_manager = RebalanceLockManager(self.clock, config.rebalance_lock_max_live_time)
         self.unique_ids = UniqueIdGenerator(config.broker_ip1, clock=self.clock.now_ms)
-        self.server = RemotingServer(config.listen_host, config.listen_port)
-        self._namesrv_client = RemotingClient()
+        self._listener = tls.listener() if tls is not None else (TlsMode.DISABLED, None)
+        self.server = RemotingServer(
+            config.listen_host, config.listen_port, ssl=self._listener[1], tls_mode=self._listener[0]
+        )
+        to_namesrv = tls.client_context() if tls is not None and tls.server_client_uses_tls else None
+        self._namesrv_client = RemotingClient(ssl=to_namesrv)
         self.registration = NameServerRegistration(config, self.topic_config_manager, self._namesrv_client)
         self.registration.on_registered(self._registered)
         self.pull_processor = PullMessageProcessor(self)
@@ -247,6 +256,7 @@ class Broker:
             vip_port(requested_port, config.listen_port),
             self._handlers,
             self._connection_closed,
+            self._listener,
         )
         self.topic_config_manager.on_change(self._topics_changed)
         self._start_chores()

@@ -9,11 +9,13 @@ well. A port that cannot be bound costs a log line, not the broker: nothing but 
 from __future__ import annotations
 
 import logging
+import ssl
 from collections.abc import Mapping
 
 from rocketmq_wire import RequestCode
 from rocketmq_wire.transport import ConnectionListener, Handler, RemotingServer
 from rocketmq_wire.transport.dispatch import RequestGate
+from rocketmq_wire.transport.tls import TlsMode
 
 log = logging.getLogger("broker.vip_channel")
 
@@ -33,9 +35,11 @@ async def start_vip_server(
     port: int,
     handlers: Mapping[int, tuple[Handler, RequestGate | None]],
     on_connection_closed: ConnectionListener,
+    tls: tuple[TlsMode, ssl.SSLContext | None] = (TlsMode.DISABLED, None),
 ) -> RemotingServer | None:
-    """The VIP server serving ``handlers`` (but the pull ones), or None if its port cannot be bound."""
-    server = RemotingServer(host, port)
+    """The VIP server serving ``handlers`` (but the pull ones), or None if its port cannot be bound; with
+    the main port's TLS mode and context."""
+    server = RemotingServer(host, port, ssl=tls[1], tls_mode=tls[0])
     for code, (handler, gate) in handlers.items():
         if code not in NOT_ON_VIP:
             server.register(code, handler, gate=gate)

@@ -14,6 +14,7 @@ import typer
 from cli import params
 from cli.common import StartupLogging
 from cli.errors import CliError, friendly
+from cli.tls_options import TlsConfigOption, TlsModeOption, server_tls
 from rocketmq_wire.errors import CodecError
 
 if TYPE_CHECKING:
@@ -257,6 +258,8 @@ def broker(
         readable=True,
         help="Enforce Apache's plain ACL with this plain_acl.yml (aclEnable=true); re-read when it changes",
     ),
+    tls_mode: TlsModeOption = None,
+    tls_config: TlsConfigOption = None,
     log_level: str = typer.Option(
         "INFO", "--log-level", callback=params.log_level, help="DEBUG, INFO, WARNING or ERROR"
     ),
@@ -288,5 +291,11 @@ def broker(
         config.validate()
     except ValueError as exc:
         raise CliError(f"bad broker settings: {exc}") from None
+    file_settings = read_config_file(config_file) if config_file is not None else {}
+    tls = server_tls(file_settings, tls_mode, tls_config)
+    try:
+        server = Broker(config, tls=tls)
+    except ValueError as exc:  # TlsError: an enforcing broker without its certificate
+        raise CliError(str(exc)) from None
     with contextlib.suppress(KeyboardInterrupt):
-        asyncio.run(_serve(Broker(config), logs))
+        asyncio.run(_serve(server, logs))

@@ -23,9 +23,12 @@ from rich.text import Text
 
 from cli import params
 from cli.errors import CliError, debugging
+from cli.tls_options import client_ssl_from_env
 from rocketmq_wire.codes import SerializeType
 
 if TYPE_CHECKING:
+    import ssl as ssl_module
+
     from rich.progress import Progress
 
     from admin import Admin
@@ -66,6 +69,8 @@ class Target:
     secret_key: str | None = None
     timeout_ms: float = 3000
     serialize_type: SerializeType = SerializeType.JSON
+    #: TLS for every connection (``rmq --tls``), else plain.
+    ssl: ssl_module.SSLContext | None = None
 
     def admin(self) -> Admin:
         from admin import Admin
@@ -75,6 +80,7 @@ class Target:
             access_key=self.access_key,
             secret_key=self.secret_key,
             timeout_ms=self.timeout_ms,
+            ssl=self.ssl,
             serialize_type=self.serialize_type,
         )
 
@@ -104,7 +110,9 @@ def target(
         )
     if (access_key is None) != (secret_key is None):
         raise CliError("--access-key and --secret-key go together")
-    return Target(namesrv.strip(), access_key, secret_key, timeout_ms, serialize_type_from_env())
+    return Target(
+        namesrv.strip(), access_key, secret_key, timeout_ms, serialize_type_from_env(), client_ssl_from_env()
+    )
 
 
 def quiet_logging() -> None:

@@ -65,7 +65,10 @@ async def run_consume(
         access_key=where.access_key,
         secret_key=where.secret_key,
         config=ConsumerConfig(
-            strict_consume_from=True, request_timeout_ms=where.timeout_ms, serialize_type=where.serialize_type
+            strict_consume_from=True,
+            request_timeout_ms=where.timeout_ms,
+            serialize_type=where.serialize_type,
+            ssl=where.ssl,
         ),
     )
     consumer.subscribe(topic, expression)

@@ -13,8 +13,10 @@ mqadmin aliases) first.
 from __future__ import annotations
 
 import copy
+import os
 import sys
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import typer
@@ -34,6 +36,7 @@ from cli.message_cmd import message_app
 from cli.namesrv_cmd import namesrv
 from cli.quickstart_cmd import quickstart
 from cli.send_cmd import send
+from cli.tls_options import TLS_CONFIG_ENV, TLS_ENV
 from cli.topic_cmd import topic_app
 
 if TYPE_CHECKING:
@@ -53,8 +56,28 @@ START = "start"
 
 
 @app.callback()
-def _root() -> None:
+def _root(
+    tls: bool = typer.Option(
+        False,
+        "--tls",
+        envvar=TLS_ENV,
+        help="Connect with TLS (Apache's tls.enable), for every command that talks to a cluster",
+    ),
+    tls_config: Path | None = typer.Option(
+        None,
+        "--tls-config",
+        envvar=TLS_CONFIG_ENV,
+        exists=True,
+        dir_okay=False,
+        readable=True,
+        help="Apache's tls.properties for clients: tls.client.authServer, trust and client certificates",
+    ),
+) -> None:
     """Apache RocketMQ from Python."""
+    # The commands build their connections from the environment (as Apache's tools from -D properties).
+    os.environ[TLS_ENV] = "true" if tls else "false"
+    if tls_config is not None:
+        os.environ[TLS_CONFIG_ENV] = str(tls_config)
 
 
 app.command(rich_help_panel=TOPIC)(route)

@@ -13,6 +13,7 @@ import typer
 from cli import params
 from cli.common import StartupLogging
 from cli.errors import CliError, friendly
+from cli.tls_options import TlsConfigOption, TlsModeOption, server_tls
 from rocketmq_wire.errors import CodecError
 
 if TYPE_CHECKING:
@@ -62,6 +63,8 @@ def namesrv(
     order_message_enable: bool = typer.Option(
         False, "--order-message-enable", help="Put ORDER_TOPIC_CONFIG entries into topic routes"
     ),
+    tls_mode: TlsModeOption = None,
+    tls_config: TlsConfigOption = None,
     log_level: str = typer.Option(
         "INFO", "--log-level", callback=params.log_level, help="DEBUG, INFO, WARNING or ERROR"
     ),
@@ -80,7 +83,11 @@ def namesrv(
         kv_config_path=None if kv_config is None else str(kv_config),
         order_message_enable=order_message_enable,
     )
-    server = NameServer(host, port, config=config, profile=profile)
+    tls = server_tls({}, tls_mode, tls_config)
+    try:
+        server = NameServer(host, port, config=config, profile=profile, tls=tls)
+    except ValueError as exc:  # TlsError: an enforcing server without its certificate
+        raise CliError(str(exc)) from None
     with contextlib.suppress(KeyboardInterrupt):
         try:
             asyncio.run(_serve(server, logs))

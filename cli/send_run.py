@@ -135,6 +135,7 @@ async def send_messages(
         access_key=where.access_key,
         secret_key=where.secret_key,
         serialize_type=where.serialize_type,
+        ssl=where.ssl,
     )
     async with producer:
         sender = Sender(producer, message, oneway=oneway, batch_size=batch_size)

@@ -22,6 +22,7 @@ from nameserver.route_table import RouteInfoManager
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.transport.connection import Connection
 from rocketmq_wire.transport.server import RemotingServer
+from rocketmq_wire.transport.tls import TlsConfig, TlsMode
 
 logger = logging.getLogger("nameserver.server")
 
@@ -34,7 +35,8 @@ class NameServer:
 
     ``clock`` returns seconds and only needs to be monotonic; ``profile`` picks the Apache version whose
     answers are reproduced (5.3.3 unless told otherwise); ``config`` holds Apache's ``NamesrvConfig``
-    settings, among them where KV config is persisted.
+    settings, among them where KV config is persisted; ``tls`` Apache's TLS settings (without them, plain
+    connections only).
     """
 
     def __init__(
@@ -45,6 +47,7 @@ class NameServer:
         clock: Callable[[], float] = time.monotonic,
         config: NamesrvConfig | None = None,
         profile: ApacheProfile = DEFAULT_PROFILE,
+        tls: TlsConfig | None = None,
     ) -> None:
         self.config = config or NamesrvConfig()
         self.profile = profile
@@ -52,7 +55,9 @@ class NameServer:
         self.routes = RouteInfoManager(self.config, profile)
         self.kv = KVConfigManager(self.config.kv_config_path)
         self.processor = NamesrvProcessor(self.routes, self.kv, clock, self.config, profile)
-        self.remoting = RemotingServer(host, port)
+        # Apache's TLS settings; None serves plain connections only (what tests and embedding want).
+        mode, context = tls.listener() if tls is not None else (TlsMode.DISABLED, None)
+        self.remoting = RemotingServer(host, port, ssl=context, tls_mode=mode)
         for code in self.processor.handlers:
             self.remoting.register(code, self._handle)
         self.remoting.on_connection_closed(self._connection_closed)

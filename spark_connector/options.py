@@ -9,6 +9,7 @@ dataclasses: Spark pickles them to the executors together with the writer or rea
 from __future__ import annotations
 
 import dataclasses
+import ssl
 from collections.abc import Mapping
 
 from producer.namesrv import parse_namesrv_list
@@ -40,11 +41,30 @@ class ConnectionOptions:
     namespace: str | None = None
     access_key: str | None = None
     secret_key: str | None = None
+    #: Connect with TLS (option ``tls``), with the client settings of Apache's ``tls.properties`` file
+    #: ``tls.config.file`` (read where the connection is made: on the executors).
+    tls: bool = False
+    tls_config_file: str | None = None
 
     @property
     def namesrv_addr(self) -> str:
         """Java's ``namesrvAddr`` form: addresses separated by semicolons."""
         return ";".join(self.namesrv)
+
+    def ssl_context(self) -> ssl.SSLContext | None:
+        """The TLS context connections use, or None for plain ones (an SSLContext cannot be pickled to
+        executors, so each side builds its own from these options)."""
+        if not self.tls:
+            return None
+        from rocketmq_wire.transport.tls import CONFIG_FILE, ENABLE, TlsConfig, TlsError
+
+        settings = {ENABLE: "true"}
+        if self.tls_config_file is not None:
+            settings[CONFIG_FILE] = self.tls_config_file
+        try:
+            return TlsConfig.from_settings(settings).client_context()
+        except TlsError as exc:
+            raise OptionError(f"option 'tls.config.file': {exc}") from None
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -88,6 +108,8 @@ SINK_OPTION_NAMES = frozenset(
         "secret.key",
         "namespace",
         "summary.path",
+        "tls",
+        "tls.config.file",
     }
 )
 SOURCE_OPTION_NAMES = frozenset(
@@ -103,6 +125,8 @@ SOURCE_OPTION_NAMES = frozenset(
         "pull.batch.size",
         "pull.timeout.ms",
         "maxmessagespertrigger",
+        "tls",
+        "tls.config.file",
     }
 )
 
@@ -164,9 +188,19 @@ def _connection(options: Mapping[str, str]) -> ConnectionOptions:
         raise OptionError(
             f"option 'namespace' {namespace!r} may only hold letters, digits, '_', '-', '|', '%'"
         )
-    return ConnectionOptions(
-        namesrv=tuple(addresses), namespace=namespace, access_key=access_key, secret_key=secret_key
+    tls = _text(options, "tls")
+    if tls is not None and tls.lower() not in ("true", "false"):
+        raise OptionError(f"option 'tls' must be true or false, got {tls!r}")
+    connection = ConnectionOptions(
+        namesrv=tuple(addresses),
+        namespace=namespace,
+        access_key=access_key,
+        secret_key=secret_key,
+        tls=tls is not None and tls.lower() == "true",
+        tls_config_file=_text(options, "tls.config.file"),
     )
+    connection.ssl_context()  # a bad tls.config.file fails here, on the driver, not in every task
+    return connection
 
 
 def _topic(options: Mapping[str, str], *, required: bool) -> str | None:

@@ -63,7 +63,7 @@ class TopicReader:
         self.topic = topic
         self.wire_topic = wrap_namespace(connection.namespace, topic)
         self.timeout_ms = timeout_ms
-        self._client = RemotingClient()
+        self._client = RemotingClient(ssl=connection.ssl_context())
         self._rpc = ProducerRpc(self._client, config)
         self._api = BrokerApi(self._rpc, timeout_ms=timeout_ms, version=DEFAULT_VERSION)
         self._namesrv = NameServerClient(self._rpc, list(connection.namesrv), timeout_ms, random.Random())

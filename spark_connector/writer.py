@@ -53,6 +53,7 @@ async def _send_partition(options: SinkOptions, inputs: Iterable[Any]) -> Partit
         access_key=connection.access_key,
         secret_key=connection.secret_key,
         send_timeout_ms=options.send_timeout_ms,
+        ssl=connection.ssl_context(),
     )
     async with producer:
         sender = PartitionSender(

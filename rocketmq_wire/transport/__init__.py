@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from rocketmq_wire.transport.listeners import ConnectionListener
     from rocketmq_wire.transport.opaque import OpaqueCounter
     from rocketmq_wire.transport.server import RemotingServer
+    from rocketmq_wire.transport.tls import TlsConfig, TlsError, TlsMode
 
 #: Each exported name -> the submodule defining it.
 _EXPORTS = {
@@ -41,6 +42,9 @@ _EXPORTS = {
     "ConnectionListener": "rocketmq_wire.transport.listeners",
     "OpaqueCounter": "rocketmq_wire.transport.opaque",
     "RemotingServer": "rocketmq_wire.transport.server",
+    "TlsConfig": "rocketmq_wire.transport.tls",
+    "TlsError": "rocketmq_wire.transport.tls",
+    "TlsMode": "rocketmq_wire.transport.tls",
 }
 
 __all__ = [
@@ -57,6 +61,9 @@ __all__ = [
     "RemotingTimeoutError",
     "RequestDispatcher",
     "RequestGate",
+    "TlsConfig",
+    "TlsError",
+    "TlsMode",
 ]
 
 

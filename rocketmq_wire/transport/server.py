@@ -9,9 +9,11 @@ client's subscriptions), and brokers send requests *to* connected clients over t
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import socket
 import ssl as ssl_module
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from types import TracebackType
 
 from rocketmq_wire.command import RemotingCommand
@@ -20,6 +22,7 @@ from rocketmq_wire.transport.connection import Connection
 from rocketmq_wire.transport.dispatch import DEFAULT_MAX_IN_FLIGHT, Handler, RequestDispatcher, RequestGate
 from rocketmq_wire.transport.listeners import ConnectionListener, ConnectionListeners
 from rocketmq_wire.transport.opaque import OpaqueCounter
+from rocketmq_wire.transport.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
 logger = logging.getLogger("rocketmq_wire.transport")
 
@@ -27,8 +30,11 @@ logger = logging.getLogger("rocketmq_wire.transport")
 class RemotingServer:
     """A listening socket, its connections, and the dispatcher serving their requests.
 
-    ``port=0`` binds an ephemeral port; :meth:`start` returns the one bound. ``ssl`` makes it a TLS server.
-    See :class:`~rocketmq_wire.transport.dispatch.RequestDispatcher` for how requests become answers.
+    ``port=0`` binds an ephemeral port; :meth:`start` returns the one bound. ``tls_mode`` is Apache's
+    (:mod:`rocketmq_wire.transport.tls`): ``ssl`` answers the TLS handshakes of a permissive or enforcing
+    server (a permissive one without ``ssl`` closes them); a disabled one (the default) serves plain
+    connections only. See :class:`~rocketmq_wire.transport.dispatch.RequestDispatcher` for how requests
+    become answers.
     """
 
     def __init__(
@@ -38,6 +44,7 @@ class RemotingServer:
         handlers: Mapping[int, Handler] | None = None,
         *,
         ssl: ssl_module.SSLContext | None = None,
+        tls_mode: TlsMode | None = None,
         max_frame_size: int = MAX_FRAME_SIZE,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         backlog: int = 1024,
@@ -45,11 +52,13 @@ class RemotingServer:
         self.host = host
         self._requested_port = port
         self._ssl = ssl
+        #: Without a mode, a context means TLS only (what ``ssl=`` always meant here).
+        self.tls_mode = tls_mode or (TlsMode.ENFORCING if ssl is not None else TlsMode.DISABLED)
         self._max_frame_size = max_frame_size
         self._backlog = backlog
         self._opaques = OpaqueCounter()
         self._dispatcher = RequestDispatcher(handlers, max_in_flight=max_in_flight)
-        self._server: asyncio.Server | None = None
+        self._server: asyncio.Server | _SniffingListener | None = None
         self._connections: set[Connection] = set()
         self._opened = ConnectionListeners()
         self._closed_listeners = ConnectionListeners()
@@ -104,11 +113,16 @@ class RemotingServer:
                 max_frame_size=self._max_frame_size,
             ).protocol
 
-        self._server = await loop.create_server(
-            factory, self.host, self._requested_port, ssl=self._ssl, backlog=self._backlog, reuse_address=True
-        )
+        if self.tls_mode is TlsMode.DISABLED:
+            self._server = await loop.create_server(
+                factory, self.host, self._requested_port, backlog=self._backlog, reuse_address=True
+            )
+        else:
+            self._server = await _SniffingListener.start(
+                self.host, self._requested_port, self._backlog, factory, self._ssl, self.tls_mode
+            )
         self._port = self._server.sockets[0].getsockname()[1]
-        logger.info("remoting server listening on %s:%d", self.host, self._port)
+        logger.info("remoting server listening on %s:%d (TLS %s)", self.host, self._port, self.tls_mode.value)
         return self._port
 
     @property
@@ -176,3 +190,139 @@ class RemotingServer:
         self._connections.discard(conn)
         logger.debug("connection from %s closed: %s", conn.remote_address, conn.close_reason)
         self._closed_listeners.fire(conn)
+
+
+#: How long a new connection may stay silent before its first byte tells TLS from plain (Apache's
+#: ``serverChannelMaxIdleTimeSeconds`` closes an idle channel after as long).
+FIRST_BYTE_TIMEOUT_S = 120.0
+
+
+class _SniffingListener:
+    """A listening socket whose connections are told apart by their first byte, as Apache's
+    ``HandshakeHandler`` does: a TLS handshake (0x16) gets ``ssl``, anything else a plain connection, each
+    refused where the mode refuses it. The byte is peeked, not read, so the protocol sees it again."""
+
+    def __init__(
+        self,
+        sock: socket.socket,
+        factory: Callable[[], asyncio.Protocol],
+        ssl: ssl_module.SSLContext | None,
+        mode: TlsMode,
+    ) -> None:
+        self.sockets = [sock]
+        self._factory = factory
+        self._ssl = ssl
+        self._mode = mode
+        self._pending: set[asyncio.Task[None]] = set()
+        self._accepting = asyncio.get_running_loop().create_task(self._accept_loop(), name="remoting-accept")
+
+    @classmethod
+    async def start(
+        cls,
+        host: str,
+        port: int,
+        backlog: int,
+        factory: Callable[[], asyncio.Protocol],
+        ssl: ssl_module.SSLContext | None,
+        mode: TlsMode,
+    ) -> _SniffingListener:
+        loop = asyncio.get_running_loop()
+        infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
+        family, _, _, _, address = infos[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        try:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+            try:
+                sock.bind(address)
+            except OSError as exc:  # worded as asyncio's create_server words it: the address included
+                reason = (exc.strerror or str(exc)).lower()
+                raise OSError(
+                    exc.errno, f"error while attempting to bind on address {address!r}: {reason}"
+                ) from None
+            sock.listen(backlog)
+            sock.setblocking(False)
+        except BaseException:
+            sock.close()
+            raise
+        return cls(sock, factory, ssl, mode)
+
+    async def _accept_loop(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            try:
+                conn, _ = await loop.sock_accept(self.sockets[0])
+            except OSError as exc:  # e.g. out of file descriptors: keep listening
+                logger.warning("accepting a connection failed: %s", exc)
+                await asyncio.sleep(0.1)
+                continue
+            task = loop.create_task(self._serve(conn))
+            self._pending.add(task)
+            task.add_done_callback(self._pending.discard)
+
+    async def _serve(self, conn: socket.socket) -> None:
+        loop = asyncio.get_running_loop()
+        peer = _peer_name(conn)
+        try:
+            first = await asyncio.wait_for(_peek_first_byte(conn), FIRST_BYTE_TIMEOUT_S)
+        except (TimeoutError, OSError) as exc:
+            logger.info("connection from %s closed before its first byte: %s", peer, exc or "timed out")
+            conn.close()
+            return
+        if first is None:
+            conn.close()
+            return
+        handshake = first == TLS_HANDSHAKE_BYTE
+        if handshake and self._ssl is None:
+            logger.warning("TLS connection from %s closed: this server has no TLS context", peer)
+            conn.close()
+            return
+        if not handshake and self._mode is TlsMode.ENFORCING:
+            logger.warning("plain connection from %s closed: this server enforces TLS", peer)
+            conn.close()
+            return
+        try:
+            await loop.connect_accepted_socket(self._factory, conn, ssl=self._ssl if handshake else None)
+        except (OSError, ssl_module.SSLError, TimeoutError) as exc:
+            logger.warning("TLS handshake with %s failed: %s", peer, exc)
+            conn.close()
+
+    def close(self) -> None:
+        self._accepting.cancel()
+        for task in self._pending:
+            task.cancel()
+        self.sockets[0].close()
+
+    async def wait_closed(self) -> None:
+        tasks = [self._accepting, *self._pending]
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _peek_first_byte(conn: socket.socket) -> int | None:
+    """The connection's first byte, left unread; None when the peer closed without sending one."""
+    loop = asyncio.get_running_loop()
+    while True:
+        try:
+            data = conn.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            readable: asyncio.Future[None] = loop.create_future()
+            loop.add_reader(conn.fileno(), _set_once, readable)
+            try:
+                await readable
+            finally:
+                loop.remove_reader(conn.fileno())
+            continue
+        return data[0] if data else None
+
+
+def _set_once(future: asyncio.Future[None]) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+def _peer_name(conn: socket.socket) -> str:
+    try:
+        host, port = conn.getpeername()[:2]
+    except OSError:
+        return "an unknown peer"
+    return f"{host}:{port}"

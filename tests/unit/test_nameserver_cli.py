@@ -6,9 +6,13 @@ import asyncio
 import re
 import signal
 import sys
+from pathlib import Path
+
+import pytest
 
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_wire.transport import RemotingClient
+from rocketmq_wire.transport import RemotingClient, RemotingError
+from rocketmq_wire.transport.tls import TlsConfig
 
 # The command function on its own, as the lead will register it in cli/main.py.
 _RUN = "import typer; from cli.namesrv_cmd import namesrv; typer.run(namesrv)"
@@ -64,3 +68,33 @@ async def test_rejects_an_unknown_apache_version() -> None:
     output = (await asyncio.wait_for(proc.stdout.read(), 30)).decode()
     assert await proc.wait() == 2
     assert "unknown Apache NameServer version" in output
+
+
+async def test_tls_modes_from_the_options_and_a_refusing_enforcing_server(tmp_path: Path) -> None:
+    """``--tls-mode enforcing`` serves TLS clients only; without a certificate (test mode off in the
+    ``--tls-config`` file) it does not start, and says so in one line."""
+    pytest.importorskip("cryptography", reason="TLS test mode's certificate needs the cryptography package")
+    proc = await _spawn("--port", "0", "--host", "127.0.0.1", "--tls-mode", "enforcing")
+    try:
+        match, _ = await asyncio.wait_for(
+            _wait_for_line(proc, r"listening on 127\.0\.0\.1:(\d+) \(TLS enforcing\)"), 30
+        )
+        address = f"127.0.0.1:{match.group(1)}"
+        request = RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO)
+        async with RemotingClient(ssl=TlsConfig(enable=True).client_context()) as client:
+            assert (await client.invoke(address, request, 3000)).code == ResponseCode.SUCCESS
+        async with RemotingClient() as client:
+            with pytest.raises(RemotingError):
+                await client.invoke(address, request, 3000)
+        await asyncio.wait_for(_wait_for_line(proc, r"plain connection from 127\.0\.0\.1:\d+ closed"), 30)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        await proc.wait()
+
+    properties = tmp_path / "tls.properties"
+    properties.write_text("tls.test.mode.enable=false\n")
+    refused = await _spawn("--port", "0", "--tls-mode", "enforcing", "--tls-config", str(properties))
+    output, _ = await asyncio.wait_for(refused.communicate(), 30)
+    assert refused.returncode != 0
+    lines = output.decode().strip().splitlines()
+    assert len(lines) == 1 and "tls.server.certPath" in lines[0], lines

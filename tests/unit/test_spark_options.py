@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import json
+import pickle
+import ssl
+from pathlib import Path
 
 import pytest
 
@@ -79,6 +82,8 @@ def test_sink_option_names_are_case_insensitive_and_all_read() -> None:
         ({"namesrv": "h:1", "topic": "bad topic"}, "topic"),
         ({"namesrv": "h:1", "group": "bad group!"}, "group"),
         ({"namesrv": "h:1", "namespace": "a b"}, "namespace"),
+        ({"namesrv": "h:1", "tls": "yes please"}, "tls"),
+        ({"namesrv": "h:1", "tls": "true", "tls.config.file": "/no/such/tls.properties"}, "tls.config.file"),
     ],
 )
 def test_bad_sink_options_name_the_option(options: dict[str, str], named: str) -> None:
@@ -158,3 +163,19 @@ def test_cap_offsets_spends_the_budget_in_proportion() -> None:
     assert all(capped[q] <= latest[q] for q in latest)
     assert cap_offsets(start, latest, 1000) == latest
     assert sum(cap_offsets(start, latest, 1)[q] - start.get(q, 0) for q in latest) == 1
+
+
+def test_tls_options_give_each_side_its_own_context(tmp_path: Path) -> None:
+    """An SSLContext cannot travel to executors: the options can, and each side builds the context."""
+    plain = parse_sink_options({"namesrv": "h:1"})
+    assert plain.connection.ssl_context() is None
+    properties = tmp_path / "tls.properties"
+    properties.write_text("tls.test.mode.enable=false\ntls.client.authServer=true\n")
+    options = parse_source_options(
+        {"namesrv": "h:1", "topic": "T", "TLS": "True", "tls.config.file": str(properties)}
+    )
+    copied = pickle.loads(pickle.dumps(options))
+    context = copied.connection.ssl_context()
+    assert context is not None and context.verify_mode is ssl.CERT_REQUIRED  # authServer, from the file
+    trusting = parse_sink_options({"namesrv": "h:1", "tls": "true"}).connection.ssl_context()
+    assert trusting is not None and trusting.verify_mode is ssl.CERT_NONE  # Apache's test mode

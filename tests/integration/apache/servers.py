@@ -31,7 +31,12 @@ BROKER_BOOT = re.compile(r"The broker\[[^\]]*\] boot success")
 
 
 def _start(
-    launch: Launch, name: str, release: ApacheRelease, main: str, config_args: list[str]
+    launch: Launch,
+    name: str,
+    release: ApacheRelease,
+    main: str,
+    config_args: list[str],
+    system_properties: Mapping[str, str] | None = None,
 ) -> ManagedProcess:
     folder = launch.work_dir / name
     folder.mkdir(parents=True, exist_ok=True)
@@ -40,19 +45,31 @@ def _start(
     rmq_home = jvm.rocketmq_home(launch.work_dir / "rocketmq-home")
     kind: jvm.Kind = "namesrv" if main == NAMESRV_MAIN else "broker"
     argv = jvm.java_argv(
-        kind, maven.classpath("servers", release.version), main, config_args, user_home=user_home
+        kind,
+        maven.classpath("servers", release.version),
+        main,
+        config_args,
+        user_home=user_home,
+        system_properties=system_properties,
     )
     return launch.process(
         name, argv, env=jvm.java_env(rmq_home), cwd=folder, grace_s=GRACE_S, kill_on_discard=True
     )
 
 
-def start_namesrv(launch: Launch, release: ApacheRelease, name: str = "apache-namesrv") -> NamesrvEndpoint:
+def start_namesrv(
+    launch: Launch,
+    release: ApacheRelease,
+    name: str = "apache-namesrv",
+    *,
+    system_properties: Mapping[str, str] | None = None,
+) -> NamesrvEndpoint:
+    """An Apache NameServer; ``system_properties`` are the JVM's ``-D`` settings (e.g. ``tls.*``)."""
     port = free_port()
     config = configs.write_properties(
         launch.work_dir / name / "namesrv.properties", {"listenPort": str(port), "bindAddress": "127.0.0.1"}
     )
-    process = _start(launch, name, release, NAMESRV_MAIN, ["-c", str(config)])
+    process = _start(launch, name, release, NAMESRV_MAIN, ["-c", str(config)], system_properties)
     process.wait_for_output(NAMESRV_BOOT, time.monotonic() + BOOT_TIMEOUT_S)
     return NamesrvEndpoint(f"127.0.0.1:{port}", release.version)
 
@@ -65,8 +82,10 @@ def start_broker(
     broker_name: str = BROKER_NAME,
     name: str = "apache-broker",
     extra: Mapping[str, str] | None = None,
+    system_properties: Mapping[str, str] | None = None,
 ) -> ManagedProcess:
-    """An Apache broker (its process returned, so a test may kill it) registered to ``namesrv_addr``."""
+    """An Apache broker (its process returned, so a test may kill it) registered to ``namesrv_addr``;
+    ``extra`` goes into its broker.conf, ``system_properties`` are the JVM's ``-D`` settings."""
     port = free_port_block()
     store = launch.work_dir / name / "store"
     settings = configs.broker_properties(
@@ -77,6 +96,8 @@ def start_broker(
         extra={"bindAddress": "127.0.0.1", **(extra or {})},
     )
     config = configs.write_properties(launch.work_dir / name / "broker.conf", settings)
-    process = _start(launch, name, release, BROKER_MAIN, ["-c", str(config), "-n", namesrv_addr])
+    process = _start(
+        launch, name, release, BROKER_MAIN, ["-c", str(config), "-n", namesrv_addr], system_properties
+    )
     process.wait_for_output(BROKER_BOOT, time.monotonic() + BOOT_TIMEOUT_S)
     return process

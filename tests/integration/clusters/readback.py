@@ -12,8 +12,9 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
+from ssl import SSLContext
 
-from consumer import ConsumeFromWhere, ConsumerError, MessageQueue, PullConsumer
+from consumer import ConsumeFromWhere, ConsumerConfig, ConsumerError, MessageQueue, PullConsumer
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
@@ -86,10 +87,16 @@ def _ordered(messages: list[MessageExt]) -> list[MessageExt]:
 
 
 async def read_topic(
-    namesrv: str, topic: str, expected: int, *, group: str | None = None, timeout_s: float = 15.0
+    namesrv: str,
+    topic: str,
+    expected: int,
+    *,
+    group: str | None = None,
+    timeout_s: float = 15.0,
+    ssl: SSLContext | None = None,
 ) -> list[MessageExt]:
-    """Every message of ``topic`` through a :class:`~consumer.PullConsumer`, once at least ``expected`` have
-    arrived (polling until ``timeout_s``)."""
+    """Every message of ``topic`` through a :class:`~consumer.PullConsumer` (over TLS with ``ssl``), once at
+    least ``expected`` have arrived (polling until ``timeout_s``)."""
     deadline = time.monotonic() + timeout_s
     found: list[MessageExt] = []
     consumer = PullConsumer(
@@ -97,6 +104,7 @@ async def read_topic(
         namesrv,
         consume_from=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
         auto_commit=False,
+        config=ConsumerConfig(ssl=ssl),
     )
     async with consumer:
         queues: list[MessageQueue] = []

@@ -149,9 +149,10 @@ def default_user_home() -> Path:
 
 
 def java_peer_program(
-    release: ApacheRelease, serialize: str = "JSON", *, user_home: Path | None = None
+    release: ApacheRelease, serialize: str = "JSON", *, user_home: Path | None = None, tls: bool = False
 ) -> list[str]:
-    """``java [options] -cp JARS:CLASSES rmqit.Peer``: the argv before the command."""
+    """``java [options] -cp JARS:CLASSES rmqit.Peer``: the argv before the command. ``tls``: the client
+    connects with TLS, trusting any server (``-Dtls.enable=true``, Apache's test mode)."""
     if serialize not in SERIALIZE_TYPES:
         raise ValueError(f"serialize must be one of {SERIALIZE_TYPES}, not {serialize!r}")
     classes, classpath = compile_classes(release.tools_version)
@@ -164,6 +165,8 @@ def java_peer_program(
         "logback.configurationFile": str(logback),
         "rmq.logback.configurationFile": str(logback),
     }
+    if tls:
+        properties |= {"tls.enable": "true", "tls.test.mode.enable": "true"}
     return jvm.java_argv(
         "tool",
         [*classpath, classes],
@@ -186,12 +189,12 @@ class JavaClient(PeerClient):
     the commands only the Java peer has.
     """
 
-    def __init__(self, release: ApacheRelease, serialize: str = "JSON") -> None:
+    def __init__(self, release: ApacheRelease, serialize: str = "JSON", *, tls: bool = False) -> None:
         self.release = release
         self.serialize = serialize
         super().__init__(
-            f"java peer {release.tools_version}/{serialize}",
-            java_peer_program(release, serialize),
+            f"java peer {release.tools_version}/{serialize}{'/TLS' if tls else ''}",
+            java_peer_program(release, serialize, tls=tls),
             env=java_env(),
         )
 

@@ -25,7 +25,9 @@ from tests.integration.java_peer.build import JavaClient, java_peer_unavailable
 
 
 class JavaClientFactory(Protocol):
-    def __call__(self, release: ApacheRelease, serialize: str = "JSON") -> JavaClient: ...
+    def __call__(
+        self, release: ApacheRelease, serialize: str = "JSON", *, tls: bool = False
+    ) -> JavaClient: ...
 
 
 @pytest.fixture(scope="session")
@@ -56,13 +58,13 @@ def java_client(
     """
     made: list[JavaClient] = []
 
-    def make(release: ApacheRelease, serialize: str = "JSON") -> JavaClient:
+    def make(release: ApacheRelease, serialize: str = "JSON", *, tls: bool = False) -> JavaClient:
         reason = java_client_unavailable(release)
         if reason is not None:
             if peers_required():
                 pytest.fail(f"Java peer required but unavailable: {reason}")
             pytest.skip(reason)
-        client = JavaClient(release, serialize)
+        client = JavaClient(release, serialize, tls=tls)
         made.append(client)
         return client
 
