@@ -36,6 +36,11 @@ def _now_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
+def _settle(future: asyncio.Future[bool], value: bool) -> None:
+    if not future.done():
+        future.set_result(value)
+
+
 @dataclasses.dataclass(frozen=True, slots=True)
 class SlaveLinkInfo:
     """One slave as GET_BROKER_HA_STATUS shows it (``HAConnectionRuntimeInfo``)."""
@@ -69,13 +74,16 @@ class SlaveLink:
         self.bytes_sent = 0
         self.rate = RateMeter()
         self._requested = asyncio.Event()
-        self._data_ready = asyncio.Event()
+        #: Settled by :meth:`wake`; a new one per turn of the stream (a bare future: SYNC_MASTER sends wake
+        #: the link once each, and ``asyncio.wait_for`` on an event would make a task per wake-up).
+        self._data_ready: asyncio.Future[bool] | None = None
         self._tasks: tuple[asyncio.Task[None], ...] = ()
         self._stopped = False
 
     def wake(self) -> None:
         """New commit-log bytes exist: stop waiting for them."""
-        self._data_ready.set()
+        if self._data_ready is not None:
+            _settle(self._data_ready, True)
 
     def stop(self) -> None:
         """End the link (the master is closing); :meth:`run` then returns."""
@@ -167,9 +175,10 @@ class SlaveLink:
                 store.min_physical_offset,
             )
         last_write = _now_ms()
+        loop = asyncio.get_running_loop()
         while True:
             config = master.config
-            self._data_ready.clear()
+            self._data_ready = loop.create_future()  # before reading: an append from now on settles it
             chunk = store.read_commit_log(self.next_transfer, config.ha_transfer_batch_size)
             if chunk is not None:
                 self._writer.write(encode_header(self.next_transfer, len(chunk)) + chunk)
@@ -186,8 +195,11 @@ class SlaveLink:
                 await self._writer.drain()
                 continue
             wait_s = min(_IDLE_POLL_S, (config.ha_send_heartbeat_interval - idle + 1) / 1000)
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(self._data_ready.wait(), wait_s)
+            timer = loop.call_later(wait_s, _settle, self._data_ready, False)
+            try:
+                await self._data_ready
+            finally:
+                timer.cancel()
 
 
 class ReplicationMaster:
@@ -264,30 +276,42 @@ class ReplicationMaster:
         return bool(self.links) and behind < self.config.slave_fall_behind_limit
 
     async def wait_replicated(self, offset: int, timeout_s: float) -> bool:
-        """True once a slave acknowledged every byte before ``offset``; False after ``timeout_s``."""
+        """True once a slave acknowledged every byte before ``offset``; False after ``timeout_s``.
+
+        Every send of a SYNC_MASTER waits here, so the wait is a bare future and a timer (no task of its
+        own, as ``asyncio.wait_for`` would make); :meth:`acknowledged` settles and drops the entries.
+        """
         if self.push_max_offset >= offset:
             return True
         self._wake_links()
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        entry = (offset, future)
-        self._waiters.append(entry)
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        self._waiters.append((offset, future))
+        timer = loop.call_later(timeout_s, _settle, future, False)
         try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout_s)
-        except TimeoutError:
-            log.warning("no slave acknowledged offset %d within %.1f s", offset, timeout_s)
-            return self.push_max_offset >= offset
+            if await future:
+                return True
         finally:
-            with contextlib.suppress(ValueError):
-                self._waiters.remove(entry)
+            timer.cancel()
+        self._waiters = [entry for entry in self._waiters if entry[1] is not future]
+        log.warning("no slave acknowledged offset %d within %.1f s", offset, timeout_s)
+        return self.push_max_offset >= offset
 
     def acknowledged(self, offset: int) -> None:
         """A slave holds everything before ``offset`` (Apache's ``notifyTransferSome``)."""
         if offset <= self.push_max_offset:
             return
         self.push_max_offset = offset
-        for wanted, future in self._waiters:
-            if wanted <= offset and not future.done():
+        waiting = []
+        for entry in self._waiters:
+            wanted, future = entry
+            if future.done():  # timed out or cancelled
+                continue
+            if wanted <= offset:
                 future.set_result(True)
+            else:
+                waiting.append(entry)
+        self._waiters = waiting
 
     def _fail_waiters(self) -> None:
         for _, future in self._waiters:
