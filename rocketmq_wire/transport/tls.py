@@ -176,8 +176,14 @@ class TlsConfig:
         """The context a server answers TLS handshakes with; :class:`TlsError` when it cannot be built."""
         context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
         if self.test_mode:
-            cert, key = self_signed_certificate()
-            _load_chain(context, cert, key, None, "test mode's self-signed certificate")
+            cert_pem, key_pem = self_signed_certificate()
+            # ssl loads certificates from files only: written for the call, gone right after it.
+            with tempfile.TemporaryDirectory(prefix="rmq-tls-test-") as folder:
+                cert, key = Path(folder) / "cert.pem", Path(folder) / "key.pem"
+                cert.write_bytes(cert_pem)
+                key.touch(0o600)
+                key.write_bytes(key_pem)
+                _load_chain(context, str(cert), str(key), None, "test mode's self-signed certificate")
         else:
             if not self.server_cert_path or not self.server_key_path:
                 raise TlsError(
@@ -259,14 +265,14 @@ def _load_trust(context: ssl.SSLContext, path: str | None, setting: str) -> None
         raise TlsError(f"{setting}={path!r}: {exc}") from exc
 
 
-_self_signed: tuple[str, str] | None = None
+_self_signed: tuple[bytes, bytes] | None = None
 
 
-def self_signed_certificate() -> tuple[str, str]:
-    """PEM files of a self-signed certificate and its key for test mode, made once per process (what
-    Netty's ``SelfSignedCertificate`` gives Apache's servers). Needs the ``cryptography`` package."""
+def self_signed_certificate() -> tuple[bytes, bytes]:
+    """A self-signed certificate and its key (PEM) for test mode, made once per process (what Netty's
+    ``SelfSignedCertificate`` gives Apache's servers). Needs the ``cryptography`` package."""
     global _self_signed
-    if _self_signed is not None and all(Path(p).is_file() for p in _self_signed):
+    if _self_signed is not None:
         return _self_signed
     try:
         from cryptography import x509
@@ -292,14 +298,10 @@ def self_signed_certificate() -> tuple[str, str]:
         .not_valid_after(now + datetime.timedelta(days=3650))
         .sign(key, hashes.SHA256())
     )
-    folder = Path(tempfile.mkdtemp(prefix="rmq-tls-test-"))
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
+    _self_signed = (
+        cert.public_bytes(serialization.Encoding.PEM),
         key.private_bytes(
             serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
-        )
+        ),
     )
-    key_file.chmod(0o600)
-    _self_signed = (str(cert_file), str(key_file))
     return _self_signed

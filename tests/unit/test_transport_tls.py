@@ -6,6 +6,7 @@ import asyncio
 import shutil
 import ssl
 import subprocess
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -160,7 +161,10 @@ def test_settings_use_apaches_names_and_the_file_overrides_certificates_only(tmp
 
 def test_test_mode_serves_a_self_signed_certificate() -> None:
     pytest.importorskip("cryptography", reason="test mode's certificate needs the cryptography package")
+    leftovers = lambda: sorted(Path(tempfile.gettempdir()).glob("rmq-tls-test-*"))  # noqa: E731
+    before = leftovers()
     context = TlsConfig().server_context()
     assert context.verify_mode is ssl.CERT_NONE
+    assert leftovers() == before, "the certificate's files outlived loading them"
     strict = TlsConfig(test_mode=False, client_auth_server=True).client_context()
     assert strict.verify_mode is ssl.CERT_REQUIRED and not strict.check_hostname
