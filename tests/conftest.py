@@ -9,9 +9,6 @@ session fixtures, so the unit of work handed to a worker must keep expensive fix
   each provider's servers at most once, and runs one provider's tests back to back);
 * any other test goes with the rest of its module (module-scoped servers and peers start once).
 
-xdist hands the units out in collection order, each to the next idle worker; the longest ones
-(:data:`LONGEST_FIRST`) are collected first, so that neither worker is left alone with one at the end.
-
 The end-of-run summaries (cluster start-up times, kept logs, the compatibility matrix) are hooked here and
 not in ``tests/integration/conftest.py``: xdist's controller, the process that reports, never collects, so
 it loads this file only. What only workers know reaches it through
@@ -26,17 +23,6 @@ from tests.integration.clusters.fixture import WorkerRelay, provider_of
 from tests.integration.clusters.fixture import terminal_summary as clusters_summary
 from tests.integration.matrix import report as matrix_report
 
-#: Units of work taking 1.5-6 minutes each in CI (junit of a clean-clone run), longest first: started
-#: last, one of them ran on one worker while the other had finished (about 2 minutes of a 31-minute job).
-LONGEST_FIRST = (
-    "tests/integration/test_ha.py",
-    "tests/integration/test_java_peer_smoke.py",
-    "tests/integration/test_flow_control.py",
-    "tests/integration/test_rmq_vs_mqadmin.py",
-    "tests/integration/test_message_trace.py",
-    "tests/integration/test_mixed_faults.py",
-)
-
 
 def work_unit(item: pytest.Item) -> str:
     """The xdist group of ``item``: ``cluster:<provider id>`` or its module's path."""
@@ -50,10 +36,8 @@ def work_unit(item: pytest.Item) -> str:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     if not config.pluginmanager.hasplugin("xdist"):
         return
-    rank = {unit: i for i, unit in enumerate(LONGEST_FIRST)}
     for item in items:
         item.add_marker(pytest.mark.xdist_group(work_unit(item)))
-    items.sort(key=lambda item: rank.get(work_unit(item), len(rank)))  # stable: the rest keep their order
 
 
 def pytest_configure(config: pytest.Config) -> None:
