@@ -79,13 +79,9 @@ def client_ssl_from_env() -> ssl.SSLContext | None:
         return None
     if enabled not in ("1", "true", "yes", "on"):
         raise CliError(f"{TLS_ENV}={enabled!r}: use true or false")
-    from rocketmq_wire.transport.tls import CONFIG_FILE, ENABLE, TlsConfig, TlsError
+    from rocketmq_wire.transport.tls import TlsError, client_context
 
-    settings = {ENABLE: "true"}
-    config_file = os.environ.get(TLS_CONFIG_ENV, "").strip()
-    if config_file:
-        settings[CONFIG_FILE] = config_file
     try:
-        return TlsConfig.from_settings(settings).client_context()
+        return client_context(os.environ.get(TLS_CONFIG_ENV, "").strip() or None)
     except TlsError as exc:
         raise CliError(str(exc)) from None

@@ -56,13 +56,10 @@ class ConnectionOptions:
         executors, so each side builds its own from these options)."""
         if not self.tls:
             return None
-        from rocketmq_wire.transport.tls import CONFIG_FILE, ENABLE, TlsConfig, TlsError
+        from rocketmq_wire.transport.tls import TlsError, client_context
 
-        settings = {ENABLE: "true"}
-        if self.tls_config_file is not None:
-            settings[CONFIG_FILE] = self.tls_config_file
         try:
-            return TlsConfig.from_settings(settings).client_context()
+            return client_context(self.tls_config_file)
         except TlsError as exc:
             raise OptionError(f"option 'tls.config.file': {exc}") from None
 

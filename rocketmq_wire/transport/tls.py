@@ -237,6 +237,15 @@ class TlsConfig:
             return self.server_mode, None
 
 
+def client_context(config_file: str | None = None) -> ssl.SSLContext:
+    """What a client with ``tls.enable=true`` connects with: Apache's client settings of ``config_file``
+    (a ``tls.properties``), else of Apache's default file if it exists; :class:`TlsError` if unreadable."""
+    settings = {ENABLE: "true"}
+    if config_file:
+        settings[CONFIG_FILE] = config_file
+    return TlsConfig.from_settings(settings).client_context()
+
+
 def read_properties(path: Path) -> dict[str, str]:
     """A Java properties file (``Properties.load`` syntax, as Apache reads ``tls.properties``)."""
     from rocketmq_wire.bodies.properties_text import PropertiesBody
