@@ -114,8 +114,6 @@ class Broker:
     ) -> None:
         config.validate()
         self.config = config
-        #: Apache's TLS settings; None serves plain connections only (what tests and embedding want).
-        self.tls = tls
         self.clock: Clock = clock or SystemClock()
         self.stats = BrokerStats(self.clock)
         self.config_version = DataVersion(timestamp=self.clock.now_ms(), counter=0)
@@ -131,6 +129,7 @@ class Broker:
         self.producer_manager = ProducerManager()
         self.lock_manager = RebalanceLockManager(self.clock, config.rebalance_lock_max_live_time)
         self.unique_ids = UniqueIdGenerator(config.broker_ip1, clock=self.clock.now_ms)
+        # Apache's TLS settings; None serves plain connections only (what tests and embedding want).
         self._listener = tls.listener() if tls is not None else (TlsMode.DISABLED, None)
         self.server = RemotingServer(
             config.listen_host, config.listen_port, ssl=self._listener[1], tls_mode=self._listener[0]
