@@ -9,13 +9,15 @@ from __future__ import annotations
 import os
 import re
 import signal
+import subprocess
 import sys
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
 
-from tests.integration.apache import jvm, maven
+from tests.integration.apache import class_data, jvm, maven
 from tests.integration.apache.cache import CACHE_ENV
 from tests.integration.apache.releases import VERSIONS_ENV, ApacheRelease, releases
 from tests.integration.clusters import apache_docker, providers
@@ -156,3 +158,70 @@ def test_discarding_a_launch_kills_only_the_processes_that_allow_it(tmp_path: Pa
 def test_port_block_leaves_room_for_the_vip_and_ha_ports() -> None:
     port = free_port_block()
     assert 1024 < port - 2 and port + 1 < 65536
+
+
+def _hello_jar(folder: Path) -> Path:
+    """A jar whose main class loads a few JDK classes and prints one line."""
+    source = folder / "Hello.java"
+    source.write_text(
+        "public class Hello { public static void main(String[] a) {"
+        ' System.out.println(new java.util.TreeMap<String, String>(java.util.Map.of("k", "v"))); } }\n',
+        "utf-8",
+    )
+    javac = jvm.java_home() / "bin" / "javac"
+    if not javac.exists():
+        pytest.skip(f"no javac in {jvm.java_home()}: the JDK's compiler is needed to build a test jar")
+    subprocess.run([str(javac), "-d", str(folder), str(source)], check=True, capture_output=True)
+    jar = folder / "hello.jar"
+    with zipfile.ZipFile(jar, "w") as archive:
+        archive.write(folder / "Hello.class", "Hello.class")
+    return jar
+
+
+def test_a_tool_run_dumps_its_classes_and_later_runs_map_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(class_data, "SETTLED_S", 0.0)
+    jar = _hello_jar(tmp_path)
+
+    def argv() -> list[str]:
+        return jvm.java_argv("tool", [jar], "Hello", [], user_home=tmp_path)
+
+    def run(command: list[str]) -> str:
+        return subprocess.run(command, capture_output=True, text=True, timeout=120, check=True).stdout
+
+    first = argv()
+    dumps = [a for a in first if a.startswith("-XX:ArchiveClassesAtExit=")]
+    assert len(dumps) == 1, first
+    # while that dump is reserved (its run still going), nobody else dumps the same archive
+    assert not any("SharedArchive" in a or "ArchiveClasses" in a for a in argv())
+    # the JVM's own warnings (it cannot archive some classes) would land among the tool's output
+    assert run(first) == "{k=v}\n"
+    second = argv()
+    assert run(second) == "{k=v}\n"
+    [mapped] = [a for a in second if a.startswith("-XX:SharedArchiveFile=")]
+    archive = Path(mapped.split("=", 1)[1])
+    assert archive.is_file()
+    assert not list(archive.parent.glob("*.dump")) and not list(archive.parent.glob("*.pending"))
+    # the JVM maps it: -Xshare:on makes an archive it cannot use fatal
+    strict = [second[0], "-Xshare:on", *second[1:]]
+    assert subprocess.run(strict, capture_output=True, text=True, timeout=120).returncode == 0
+
+
+def test_a_damaged_dump_is_deleted_not_used(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(class_data, "SETTLED_S", 0.0)
+    jar = _hello_jar(tmp_path)
+    first = jvm.java_argv("tool", [jar], "Hello", [], user_home=tmp_path)
+    [dump_option] = [a for a in first if a.startswith("-XX:ArchiveClassesAtExit=")]
+    dump = Path(dump_option.split("=", 1)[1])
+    # as a JVM killed while writing it might leave it: a real archive, cut short
+    subprocess.run([first[0], dump_option, "-cp", str(jar), "Hello"], check=True, timeout=120)
+    dump.write_bytes(dump.read_bytes()[: dump.stat().st_size // 2])
+    monkeypatch.chdir(tmp_path)
+    again = jvm.java_argv("tool", [jar], "Hello", [], user_home=tmp_path)
+    assert not dump.exists()
+    assert not list(tmp_path.glob("hs_err*")) and not list(dump.parent.glob("*.log")), "crash reports"
+    assert not any("SharedArchiveFile" in a for a in again)
+    assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in again), "the next run dumps afresh"

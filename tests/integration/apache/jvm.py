@@ -24,6 +24,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Literal
 
+from tests.integration.apache import class_data
 from tests.integration.clusters.model import ProviderUnavailable
 
 Kind = Literal["namesrv", "broker", "tool"]
@@ -117,14 +118,22 @@ def java_argv(
     *,
     user_home: Path,
     system_properties: Mapping[str, str] | None = None,
+    share_classes: bool = True,
 ) -> list[str]:
-    """``java [options] -cp CLASSPATH MAIN ARGS``."""
+    """``java [options] -cp CLASSPATH MAIN ARGS``. ``share_classes``: a tool's run uses the class-data
+    archive of its program, or dumps it (:mod:`.class_data`); pass False for an argv that may never run."""
     home = java_home()
+    java = home / "bin" / "java"
+    options = java_options(kind, user_home, home)
     props = [f"-D{key}={value}" for key, value in (system_properties or {}).items()]
     cp = os.pathsep.join(str(jar) for jar in classpath)
+    # The servers are ended with SIGKILL, which dumps nothing; the tools start hundreds of times.
+    shared = share_classes and kind == "tool"
+    archive = class_data.archive_options(java, HEAPS[kind], classpath, main_class) if shared else []
     return [
-        str(home / "bin" / "java"),
-        *java_options(kind, user_home, home),
+        str(java),
+        *archive,
+        *options,
         *props,
         "-cp",
         cp,

@@ -22,7 +22,7 @@ from tests.integration.apache import jvm, maven
 from tests.integration.apache.cache import cache_root
 from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters.model import ProviderUnavailable
-from tests.integration.java_peer.build import compile_classes
+from tests.integration.java_peer.build import classes_jar, compile_classes
 
 log = logging.getLogger("tests.apache.mqadmin")
 
@@ -90,4 +90,4 @@ def _program(tools_version: str) -> tuple[tuple[Path, ...], str]:
     except ProviderUnavailable as exc:
         log.warning("mqadmin runs without its exit wrapper (each call waits ~2 s longer): %s", exc)
         return maven.classpath("tools", tools_version), MQADMIN_MAIN
-    return (*classpath, classes), EXITING_MAIN
+    return (*classpath, classes_jar(classes)), EXITING_MAIN

@@ -631,6 +631,10 @@ class PeerClient:
 
     message = staticmethod(message)
 
+    def program_argv(self) -> list[str] | None:
+        """The argv before the command, for the next process started (the Java peer's varies by run)."""
+        return self.program
+
     def process(
         self,
         command: str,
@@ -650,7 +654,7 @@ class PeerClient:
             timeout=timeout,
             log_dir=log_dir,
             env=self.env,
-            program=self.program,
+            program=self.program_argv(),
             name=self.name,
         )
 

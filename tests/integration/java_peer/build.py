@@ -18,6 +18,8 @@ import os
 import shutil
 import subprocess
 import tempfile
+import uuid
+import zipfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -141,6 +143,27 @@ def compile_classes(tools_version: str) -> tuple[Path, tuple[Path, ...]]:
     return classes, classpath
 
 
+def classes_jar(classes: Path) -> Path:
+    """The compiled classes as a jar next to their folder (made once): what goes on the classpath.
+
+    Java archives the classes of a run for the next ones (see ``apache/class_data.py``) only when every
+    classpath entry is a jar, and the peer and mqadmin start several hundred times in a run of the suite.
+    """
+    jar = classes.parent / "rmqit.jar"
+    if jar.is_file():
+        return jar
+    staging = jar.with_name(f".rmqit-{os.getpid()}-{uuid.uuid4().hex[:8]}.jar")
+    try:
+        with zipfile.ZipFile(staging, "w", zipfile.ZIP_DEFLATED) as archive:
+            for path in sorted(classes.rglob("*")):
+                if path.is_file():
+                    archive.write(path, path.relative_to(classes).as_posix())
+        os.replace(staging, jar)
+    finally:
+        staging.unlink(missing_ok=True)
+    return jar
+
+
 def default_user_home() -> Path:
     """The JVM's ``user.home`` when none is given (the peer itself moves logs under ``$HOME``)."""
     home = cache_root() / "java-peer" / "home"
@@ -149,10 +172,16 @@ def default_user_home() -> Path:
 
 
 def java_peer_program(
-    release: ApacheRelease, serialize: str = "JSON", *, user_home: Path | None = None, tls: bool = False
+    release: ApacheRelease,
+    serialize: str = "JSON",
+    *,
+    user_home: Path | None = None,
+    tls: bool = False,
+    share_classes: bool = True,
 ) -> list[str]:
     """``java [options] -cp JARS:CLASSES rmqit.Peer``: the argv before the command. ``tls``: the client
-    connects with TLS, trusting any server (``-Dtls.enable=true``, Apache's test mode)."""
+    connects with TLS, trusting any server (``-Dtls.enable=true``, Apache's test mode). ``share_classes``:
+    the run uses or dumps the class-data archive (for one run only: see :meth:`JavaClient.program_argv`)."""
     if serialize not in SERIALIZE_TYPES:
         raise ValueError(f"serialize must be one of {SERIALIZE_TYPES}, not {serialize!r}")
     classes, classpath = compile_classes(release.tools_version)
@@ -169,11 +198,12 @@ def java_peer_program(
         properties |= {"tls.enable": "true", "tls.test.mode.enable": "true"}
     return jvm.java_argv(
         "tool",
-        [*classpath, classes],
+        [*classpath, classes_jar(classes)],
         MAIN_CLASS,
         [],
         user_home=user_home or default_user_home(),
         system_properties=properties,
+        share_classes=share_classes,
     )
 
 
@@ -192,11 +222,17 @@ class JavaClient(PeerClient):
     def __init__(self, release: ApacheRelease, serialize: str = "JSON", *, tls: bool = False) -> None:
         self.release = release
         self.serialize = serialize
+        self.tls = tls
         super().__init__(
             f"java peer {release.tools_version}/{serialize}{'/TLS' if tls else ''}",
-            java_peer_program(release, serialize, tls=tls),
+            java_peer_program(release, serialize, tls=tls, share_classes=False),
             env=java_env(),
         )
+
+    def program_argv(self) -> list[str]:
+        """Built afresh for each run: the first runs dump the class-data archive the later ones map, and
+        only one run may dump it (``apache/class_data.py``)."""
+        return java_peer_program(self.release, self.serialize, tls=self.tls)
 
     def send_async(
         self, namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], **kw: Any
