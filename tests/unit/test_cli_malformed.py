@@ -10,6 +10,7 @@ a port already taken and a store another process has locked.
 from __future__ import annotations
 
 import concurrent.futures
+import contextlib
 import dataclasses
 import fcntl
 import os
@@ -184,6 +185,9 @@ class _NotRocketMQ:
                     pass
 
     def close(self) -> None:
+        # close() alone does not wake a thread blocked in accept() on Linux; shutdown() does.
+        with contextlib.suppress(OSError):
+            self._sock.shutdown(socket.SHUT_RDWR)
         self._sock.close()
         self._thread.join(5)
 
