@@ -13,7 +13,8 @@ failures raise :class:`AdminError` subclasses (:mod:`admin.errors`). Requests ar
 credentials are given. Modules: ``cluster`` (NameServer data, KV), ``topics``, ``brokers``, ``consumers``
 (progress, connections, offsets), ``groups`` (group settings, broker-wide progress, offset cloning),
 ``namesrv`` (write permission, NameServer settings, order confs), ``messages`` (view, key queries, pull),
-``rpc`` (signing, fail-over).
+``acl`` (4.9.x plain ACL), ``auth`` (5.x users and ACLs: :class:`UserInfo`, :class:`AclInfo`), ``rpc``
+(signing, fail-over).
 """
 
 from admin.admin import DEFAULT_TIMEOUT_MS, Admin
@@ -47,12 +48,14 @@ from admin.namesrv import WritePermChange
 from admin.rt import BrokerRt, SendRtReport, SendTiming
 from admin.stats import TopicGroupStats
 from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
+from rocketmq_wire.bodies.auth import AclInfo, PolicyEntryInfo, PolicyInfo, UserInfo
 
 __all__ = [
     "DEFAULT_PERM",
     "DEFAULT_QUEUE_NUMS",
     "DEFAULT_TIMEOUT_MS",
     "RESET_TO_LATEST",
+    "AclInfo",
     "Admin",
     "AdminError",
     "BlockingAdmin",
@@ -68,6 +71,8 @@ __all__ = [
     "MessageNotFoundError",
     "OffsetCloned",
     "OffsetReset",
+    "PolicyEntryInfo",
+    "PolicyInfo",
     "PullResult",
     "PullStatus",
     "QueueOffsets",
@@ -81,5 +86,6 @@ __all__ = [
     "TopicNotFoundError",
     "TopicStatus",
     "UnreachableError",
+    "UserInfo",
     "WritePermChange",
 ]

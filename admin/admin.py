@@ -12,7 +12,7 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from admin import acl, brokers, cluster, consumers, export, groups, messages, namesrv, rt, stats, topics
+from admin import acl, auth, brokers, cluster, consumers, export, groups, messages, namesrv, rt, stats, topics
 from admin.acl import AclVersionInfo
 from admin.errors import AdminError
 from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
@@ -32,6 +32,7 @@ from admin.rt import BrokerRt, SendCredentials, SendRtReport
 from admin.stats import TopicGroupStats
 from producer.namesrv import parse_namesrv_list
 from rocketmq_wire.bodies import (
+    AclInfo,
     BrokerStatsData,
     ClusterInfo,
     ConsumerRunningInfo,
@@ -42,6 +43,7 @@ from rocketmq_wire.bodies import (
     ProducerTableInfo,
     SubscriptionGroupConfig,
     TopicRouteData,
+    UserInfo,
 )
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
@@ -249,6 +251,50 @@ class Admin:
     async def acl_config(self, broker_addr: str) -> GetBrokerClusterAclConfigResponseBody:
         """A broker's white list and accounts (4.9.7's mqadmin getAclConfig)."""
         return await acl.acl_config(self.rpc, broker_addr)
+
+    # -- users and ACLs (ACL 2.0, 5.3+; see admin.auth) ---------------------------------------------------
+
+    async def create_user(self, broker_addr: str, user: UserInfo) -> None:
+        """Create a user on one broker (mqadmin createUser)."""
+        await auth.create_user(self.rpc, broker_addr, user)
+
+    async def update_user(self, broker_addr: str, user: UserInfo) -> None:
+        """Change a user's password, type or status on one broker (mqadmin updateUser)."""
+        await auth.update_user(self.rpc, broker_addr, user)
+
+    async def delete_user(self, broker_addr: str, username: str) -> None:
+        """Delete a user (and its ACL) on one broker (mqadmin deleteUser)."""
+        await auth.delete_user(self.rpc, broker_addr, username)
+
+    async def get_user(self, broker_addr: str, username: str) -> UserInfo | None:
+        """One broker's user of that name, or ``None`` (mqadmin getUser)."""
+        return await auth.get_user(self.rpc, broker_addr, username)
+
+    async def list_users(self, broker_addr: str, name_filter: str | None = None) -> list[UserInfo]:
+        """One broker's users, those whose name contains ``name_filter`` if given (mqadmin listUser)."""
+        return await auth.list_users(self.rpc, broker_addr, name_filter)
+
+    async def create_acl(self, broker_addr: str, acl_info: AclInfo) -> None:
+        """Add entries to a subject's ACL on one broker (mqadmin createAcl)."""
+        await auth.create_acl(self.rpc, broker_addr, acl_info)
+
+    async def update_acl(self, broker_addr: str, acl_info: AclInfo) -> None:
+        """Change entries of a subject's ACL on one broker (mqadmin updateAcl)."""
+        await auth.update_acl(self.rpc, broker_addr, acl_info)
+
+    async def delete_acl(self, broker_addr: str, subject: str, resource: str | None = None) -> None:
+        """Delete a subject's ACL, or its entry for one resource, on one broker (mqadmin deleteAcl)."""
+        await auth.delete_acl(self.rpc, broker_addr, subject, resource)
+
+    async def get_acl(self, broker_addr: str, subject: str) -> AclInfo | None:
+        """One broker's ACL of a subject, or ``None`` (mqadmin getAcl)."""
+        return await auth.get_acl(self.rpc, broker_addr, subject)
+
+    async def list_acls(
+        self, broker_addr: str, subject_filter: str | None = None, resource_filter: str | None = None
+    ) -> list[AclInfo]:
+        """One broker's ACLs, filtered by subject and resource if asked (mqadmin listAcl)."""
+        return await auth.list_acls(self.rpc, broker_addr, subject_filter, resource_filter)
 
     async def clean_expired_consume_queue(
         self, *, cluster: str | None = None, broker_addr: str | None = None

@@ -5,6 +5,14 @@ Java's. Fields a 5.x class added and 4.x lacks are ``None`` when absent, and lef
 """
 
 from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
+from rocketmq_wire.bodies.auth import (
+    AclInfo,
+    AclInfoList,
+    PolicyEntryInfo,
+    PolicyInfo,
+    UserInfo,
+    UserInfoList,
+)
 from rocketmq_wire.bodies.base import JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.consume_queue import ConsumeQueueData, QueryConsumeQueueResponseBody
@@ -81,6 +89,8 @@ from rocketmq_wire.bodies.topic_config import (
 __all__ = [
     "REQUEST_BODY_TYPES",
     "RESPONSE_BODY_TYPES",
+    "AclInfo",
+    "AclInfoList",
     "BrokerData",
     "BrokerStatsData",
     "BrokerStatsItem",
@@ -114,6 +124,8 @@ __all__ = [
     "OffsetSerializeWrapper",
     "OffsetWrapper",
     "PlainAccessConfig",
+    "PolicyEntryInfo",
+    "PolicyInfo",
     "PopProcessQueueInfo",
     "ProcessQueueInfo",
     "ProducerConnection",
@@ -140,6 +152,8 @@ __all__ = [
     "TopicRouteData",
     "TopicStatsTable",
     "UnlockBatchRequestBody",
+    "UserInfo",
+    "UserInfoList",
     "build_subscription",
     "decode_request_body",
     "decode_response_body",

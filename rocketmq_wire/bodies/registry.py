@@ -15,6 +15,7 @@ from types import MappingProxyType
 
 from rocketmq_wire import fastjson
 from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody
+from rocketmq_wire.bodies.auth import AclInfo, AclInfoList, UserInfo, UserInfoList
 from rocketmq_wire.bodies.base import Fields, JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.consume_queue import QueryConsumeQueueResponseBody
@@ -47,6 +48,7 @@ from rocketmq_wire.bodies.topic_config import (
     TopicList,
     read_topic_config_wrapper,
 )
+from rocketmq_wire.codes import RequestCode
 
 # Request codes (RequestCode.java) whose bodies live here.
 GET_ALL_TOPIC_CONFIG = 21
@@ -96,6 +98,10 @@ REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         RESET_CONSUMER_CLIENT_OFFSET: ResetOffsetBody,
         QUERY_DATA_VERSION: DataVersion,
         UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: SubscriptionGroupConfig,
+        RequestCode.AUTH_CREATE_USER: UserInfo,
+        RequestCode.AUTH_UPDATE_USER: UserInfo,
+        RequestCode.AUTH_CREATE_ACL: AclInfo,
+        RequestCode.AUTH_UPDATE_ACL: AclInfo,
     }
 )
 
@@ -130,6 +136,10 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         QUERY_CONSUME_QUEUE: QueryConsumeQueueResponseBody,
         GET_ALL_PRODUCER_INFO: ProducerTableInfo,
         GET_BROKER_CLUSTER_ACL_CONFIG: GetBrokerClusterAclConfigResponseBody,
+        RequestCode.AUTH_GET_USER: UserInfo,
+        RequestCode.AUTH_LIST_USER: UserInfoList,  # a JSON array
+        RequestCode.AUTH_GET_ACL: AclInfo,
+        RequestCode.AUTH_LIST_ACL: AclInfoList,  # a JSON array
     }
 )
 
