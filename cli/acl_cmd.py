@@ -1,11 +1,14 @@
 """``rmq acl update-account|delete-account|update-global-white|version|config``: brokers' plain ACL (4.9.x),
 what mqadmin's ``updateAclConfig``, ``deleteAclConfig``, ``updateGlobalWhiteAddr`` and
-``clusterAclConfigVersion`` do (and 4.9.7's ``getAclConfig``).
+``clusterAclConfigVersion`` do (and 4.9.7's ``getAclConfig``); ``rmq acl create|update|delete|get|list``:
+5.x brokers' ACLs (ACL 2.0, 5.3 and later, with ``rmq user`` for their users), what mqadmin's ``createAcl``,
+``updateAcl``, ``deleteAcl``, ``getAcl`` and ``listAcl`` do.
 
 Each command acts on one broker (``-b``) or on a cluster (``-c``): changes go to every broker of the cluster,
 slaves included, as mqadmin sends them; reads ask the masters. The short options are mqadmin's, so its
 command lines work under their mqadmin names (``rmq updateAclConfig -c DefaultCluster -a key -s secret``).
-Sign with an admin account (``--access-key``/``--secret-key``) when the brokers enforce ACL.
+Sign with an admin account (``--access-key``/``--secret-key``) when the brokers enforce ACL; for ACL 2.0, with
+a super user's name and password.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ from cli.common import (
     AsJson,
     Namesrv,
     SecretKey,
+    Target,
     TimeoutMs,
     cell,
     emit_json,
@@ -29,13 +33,17 @@ from cli.common import (
     with_admin,
 )
 from cli.errors import CliError, friendly
+from cli.user_cmd import one_of, read_each, split_list, where_required
 
 if TYPE_CHECKING:
     from admin import Admin
     from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
+    from rocketmq_wire.bodies.auth import AclInfo
 
 acl_app = typer.Typer(
-    help="Brokers' plain ACL (4.9.x): accounts, global white list, versions.", no_args_is_help=True
+    help="Brokers' ACLs: 5.x's (create, update, delete, get, list) and 4.9.x's plain ACL (accounts, global "
+    "white list, versions).",
+    no_args_is_help=True,
 )
 
 AccountKey = Annotated[
@@ -307,3 +315,291 @@ def _account_json(account: PlainAccessConfig) -> dict[str, Any]:
         "topicPerms": account.topic_perms or [],
         "groupPerms": account.group_perms or [],
     }
+
+
+# -- ACL 2.0 (5.3 and later) -------------------------------------------------------------------------------
+
+
+def _subject(value: str | None) -> str | None:
+    """``User:name`` (the only kind of subject 5.3 has), type spelled as Apache spells it."""
+    if value is None:
+        return None
+    from rocketmq_wire.bodies.auth import canonical_subject
+
+    found = canonical_subject(value)
+    if found is None:
+        raise typer.BadParameter(f"{value.strip()!r} is not a subject: write User:<username>")
+    return found
+
+
+def _resources(value: str | None) -> str | None:
+    """Comma-separated resources, each ``Topic:name``, ``Group:name``, ``Type:prefix*``, ``Type:*`` or
+    ``*`` (``Cluster`` and ``Namespace`` too), type spelled as Apache spells it."""
+    if value is None:
+        return None
+    from rocketmq_wire.bodies.auth import canonical_resource
+
+    items = split_list(value) or []
+    if not items:
+        raise typer.BadParameter("no resource given")
+    checked = []
+    for item in items:
+        found = canonical_resource(item)
+        if found is None:
+            raise typer.BadParameter(
+                f"{item!r} is not a resource: write Topic:<name>, Group:<name>, Type:<prefix>*, Type:* or *"
+            )
+        checked.append(found)
+    return ",".join(checked)
+
+
+def _actions(value: str | None) -> str | None:
+    """Comma-separated actions, each one 5.3 knows (the broker would silently drop an unknown one)."""
+    if value is None:
+        return None
+    check = one_of("ACTIONS", "an action")
+    actions = [check(item) or "" for item in split_list(value) or []]
+    if not actions:
+        raise typer.BadParameter("no action given")
+    return ",".join(actions)
+
+
+Subject = Annotated[
+    str, typer.Option("--subject", "-s", callback=_subject, help="Whose ACL: User:<username>")
+]
+Resources = Annotated[
+    str,
+    typer.Option(
+        "--resources",
+        "-r",
+        callback=_resources,
+        help="Comma-separated: Topic:<name>, Group:<name>, Type:<prefix>*, Type:* or *",
+    ),
+]
+Actions = Annotated[
+    str,
+    typer.Option(
+        "--actions",
+        "-a",
+        callback=_actions,
+        help="Comma-separated: Pub, Sub, Create, Update, Delete, Get, List or All",
+    ),
+]
+SourceIps = Annotated[
+    str | None,
+    typer.Option("--source-ip", "-i", help="Comma-separated addresses or CIDR blocks (default: any)"),
+]
+Decision = Annotated[
+    str, typer.Option("--decision", "-d", callback=one_of("DECISIONS", "a decision"), help="Allow or Deny")
+]
+
+
+def _acl_of(subject: str, resources: str, actions: str, source_ips: str | None, decision: str) -> AclInfo:
+    """The body mqadmin sends: one policy, an entry per resource with the same actions, addresses and
+    decision."""
+    from rocketmq_wire.bodies.auth import AclInfo
+
+    return AclInfo.of(
+        subject, split_list(resources) or [], split_list(actions) or [], split_list(source_ips), decision
+    )
+
+
+def _acl_json(acl: AclInfo | None) -> dict[str, Any] | None:
+    """An ACL under Apache's names, every key present (null where the broker sent none)."""
+    if acl is None:
+        return None
+    return {
+        "subject": acl.subject,
+        "policies": [
+            {
+                "policyType": policy.policy_type,
+                "entries": [
+                    {
+                        "resource": entry.resource,
+                        "actions": entry.actions,
+                        "sourceIps": entry.source_ips,
+                        "decision": entry.decision,
+                    }
+                    for entry in policy.entries or []
+                ],
+            }
+            for policy in acl.policies or []
+        ],
+    }
+
+
+def _show_acls(found: dict[str, list[AclInfo]], as_json: bool) -> None:
+    """mqadmin's table (a row per entry) with the broker in front, or ``--json``: address -> ACLs."""
+    if as_json:
+        emit_json({addr: [_acl_json(acl) for acl in acls] for addr, acls in found.items()})
+        return
+    from rich.table import Table
+
+    table = Table(
+        "Broker",
+        "Subject",
+        "Policy Type",
+        "Resource",
+        "Actions",
+        "Source IPs",
+        "Decision",
+        title="ACLs",
+        title_justify="left",
+    )
+    for addr, acls in found.items():
+        for acl in acls:
+            for policy in acl.policies or []:
+                for entry in policy.entries or []:
+                    table.add_row(
+                        cell(addr),
+                        cell(acl.subject),
+                        cell(policy.policy_type),
+                        cell(entry.resource),
+                        cell(",".join(entry.actions or [])),
+                        cell(",".join(entry.source_ips or []) or "any"),
+                        cell(entry.decision),
+                    )
+    out().print(table)
+
+
+def _change_acl(
+    where: Target, verb: str, acl: AclInfo, broker: str | None, cluster: str | None, as_json: bool
+) -> None:
+    """Send a create or update to one broker or every broker of the cluster (slaves too, as mqadmin)."""
+    if verb == "create":
+        done = walk_brokers(
+            where, broker, cluster, "creating", False, lambda a, addr: a.create_acl(addr, acl)
+        )
+    else:
+        done = walk_brokers(
+            where, broker, cluster, "updating", False, lambda a, addr: a.update_acl(addr, acl)
+        )
+    resources = ",".join(e.resource or "" for p in acl.policies or [] for e in p.entries or [])
+    report_done(done, f"ACL of {acl.subject} {verb}d: {resources}", as_json)
+
+
+@acl_app.command("create")
+@friendly
+def create_acl(
+    subject: Subject,
+    resources: Resources,
+    actions: Actions,
+    decision: Decision,
+    source_ips: SourceIps = None,
+    broker: Broker = None,
+    cluster: Cluster = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Grant or deny actions on resources to a user (5.x, mqadmin createAcl): its entries for these
+    resources are added, or replaced where it has some."""
+    where_required(broker, cluster)
+    acl = _acl_of(subject, resources, actions, source_ips, decision)
+    _change_acl(target(namesrv, access_key, secret_key, timeout_ms), "create", acl, broker, cluster, as_json)
+
+
+@acl_app.command("update")
+@friendly
+def update_acl(
+    subject: Subject,
+    resources: Resources,
+    actions: Actions,
+    decision: Decision,
+    source_ips: SourceIps = None,
+    broker: Broker = None,
+    cluster: Cluster = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Change a user's entries for these resources (5.x, mqadmin updateAcl; 5.3 treats it as create)."""
+    where_required(broker, cluster)
+    acl = _acl_of(subject, resources, actions, source_ips, decision)
+    _change_acl(target(namesrv, access_key, secret_key, timeout_ms), "update", acl, broker, cluster, as_json)
+
+
+@acl_app.command("delete")
+@friendly
+def delete_acl(
+    subject: Subject,
+    resource: Annotated[
+        str | None,
+        typer.Option(
+            "--resources",
+            "-r",
+            callback=_resources,
+            help="Only the entry of this resource (default: the whole ACL)",
+        ),
+    ] = None,
+    broker: Broker = None,
+    cluster: Cluster = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Delete a user's ACL, or its entry for one resource (5.x, mqadmin deleteAcl)."""
+    where_required(broker, cluster)
+    if resource is not None and "," in resource:
+        raise CliError("--resources takes one resource here (as mqadmin deleteAcl sends it)")
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    done = walk_brokers(
+        where, broker, cluster, "deleting", False, lambda a, addr: a.delete_acl(addr, subject, resource)
+    )
+    report_done(done, f"ACL of {subject} deleted" + (f" for {resource}" if resource else ""), as_json)
+
+
+@acl_app.command("get")
+@friendly
+def get_acl(
+    subject: Subject,
+    broker: Broker = None,
+    cluster: Cluster = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """A user's ACL as each broker asked has it (5.x, mqadmin getAcl); with --json: broker address -> the
+    ACL, or null where it has none."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    found = read_each(where, broker, cluster, lambda a, addr: a.get_acl(addr, subject))
+    if as_json:
+        emit_json({addr: _acl_json(acl) for addr, acl in found.items()})
+        return
+    if all(acl is None for acl in found.values()):
+        raise CliError(f"no ACL for {subject} on {', '.join(found)}")
+    _show_acls({addr: [acl] for addr, acl in found.items() if acl is not None}, as_json=False)
+
+
+@acl_app.command("list")
+@friendly
+def list_acls(
+    subject_filter: Annotated[
+        str | None, typer.Option("--subject", "-s", help="Only subjects containing this text")
+    ] = None,
+    resource_filter: Annotated[
+        str | None, typer.Option("--resource", "-r", help="Only entries whose resource contains this text")
+    ] = None,
+    broker: Broker = None,
+    cluster: Cluster = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Each broker's ACLs (5.x, mqadmin listAcl); with --json: broker address -> ACLs."""
+    subjects = subject_filter.strip() if subject_filter and subject_filter.strip() else None
+    resources = resource_filter.strip() if resource_filter and resource_filter.strip() else None
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    _show_acls(
+        read_each(where, broker, cluster, lambda a, addr: a.list_acls(addr, subjects, resources)), as_json
+    )

@@ -6,7 +6,7 @@ hidden from the help so that it stays readable; each command's own help names it
 
 The command modules import their heavy parts (clients, servers, tables) only when a command runs, and
 :func:`main` has typer build the parser of the one command being called: every ``rmq`` call is a fresh
-interpreter, and typer would otherwise read the signatures of every command (over a hundred, with the 51
+interpreter, and typer would otherwise read the signatures of every command (over a hundred, with the 66
 mqadmin aliases) first.
 """
 
@@ -21,7 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 import typer
 
-from cli import acl_cmd, broker_admin_cmd, cluster_admin_cmd, group_cmd, kv_cmd, message_cmd, topic_cmd
+from cli import (
+    acl_cmd,
+    broker_admin_cmd,
+    cluster_admin_cmd,
+    group_cmd,
+    kv_cmd,
+    message_cmd,
+    topic_cmd,
+    user_cmd,
+)
 from cli.acl_cmd import acl_app
 from cli.broker_cmd import broker
 from cli.cluster_admin_cmd import cluster_app
@@ -97,6 +106,7 @@ app.command("delete-expired-commitlog", rich_help_panel=BROKER)(broker_admin_cmd
 app.command("clean-unused-topic", rich_help_panel=BROKER)(broker_admin_cmd.clean_unused_topic)
 app.command(rich_help_panel=BROKER)(broker)
 app.add_typer(acl_app, name="acl", rich_help_panel=BROKER)
+app.add_typer(user_cmd.user_app, name="user", rich_help_panel=BROKER)
 app.command(rich_help_panel=CLUSTER)(clusters)
 app.add_typer(cluster_app, name="cluster", rich_help_panel=CLUSTER)
 app.command(rich_help_panel=NAMESRV)(namesrv)
@@ -128,6 +138,16 @@ MQADMIN_ALIASES: dict[str, Callable[..., Any]] = {
     "deleteAccessConfig": acl_cmd.delete_account,  # 4.9.8's alias of deleteAclConfig
     "updateGlobalWhiteAddr": acl_cmd.update_global_white,
     "clusterAclConfigVersion": acl_cmd.version,
+    "createUser": user_cmd.create,
+    "updateUser": user_cmd.update,
+    "deleteUser": user_cmd.delete,
+    "getUser": user_cmd.get,
+    "listUser": user_cmd.list_users,
+    "createAcl": acl_cmd.create_acl,
+    "updateAcl": acl_cmd.update_acl,
+    "deleteAcl": acl_cmd.delete_acl,
+    "getAcl": acl_cmd.get_acl,
+    "listAcl": acl_cmd.list_acls,
     "consumerProgress": consumer_progress,
     "consumerConnection": consumer_connections,
     "resetOffsetByTime": reset_offset,
