@@ -14,8 +14,9 @@ Producers treat SYSTEM_BUSY as "try another broker" (and retry), so answering ea
 answering late or timing out. Here the event loop is the thread pool: the time between the dispatcher
 receiving a request and its handler starting is its time in queue, and :class:`SendFlowControl` is the
 :class:`~rocketmq_wire.transport.RequestGate` that sees both ends of that wait. Apache's cleaner would answer
-a queued request at some moment of its wait; this gate answers it at the end of the wait, instead of
-processing it, which is the same answer to the client.
+a queued request at the first of its 10 ms rounds that finds it waiting too long; this gate answers it at
+the end of the wait, instead of processing it, when such a round fell within the wait
+(:func:`cleaner_saw_it_late`), which is the same answer to the client.
 
 As in Apache, only the cleaner's refusals depend on ``brokerFastFailureEnable``; a busy page cache on
 arrival and a full queue are refused whatever that flag says.
@@ -55,6 +56,27 @@ _WARN_EVERY_MS = 10_000
 def system_busy_remark(reason: str) -> str:
     """Apache's remark for a send refused on arrival (REJECTREQUEST, OVERLOAD)."""
     return f"[{reason}]system busy, start flow control for a while"
+
+
+#: Apache's BrokerFastFailure cleaner looks at the send queue once every this many milliseconds.
+CLEANER_PERIOD_MS = 10
+
+
+def cleaner_saw_it_late(arrived_at: float, started_at: float, wait_limit_ms: int) -> bool:
+    """Whether Apache's cleaner would have refused a send queued from ``arrived_at`` to ``started_at``.
+
+    The cleaner runs in rounds every :data:`CLEANER_PERIOD_MS` and refuses what has waited at least
+    ``waitTimeMillsInSendQueue`` (at least 1 ms: a send started within the millisecond it arrived was
+    never seen queued) at that moment. A send is therefore refused only if a round fell between the moment
+    it had waited that long and the moment it started; one that waited longer but started before the
+    next round went through on Apache's broker, and goes through here (counting every long wait as
+    refused turned away sends Apache's broker would have stored).
+    """
+    arrived_ms = int(arrived_at * 1000)
+    due_ms = arrived_ms + max(wait_limit_ms, 1)
+    now_ms = int(started_at * 1000)
+    last_round_ms = now_ms - now_ms % CLEANER_PERIOD_MS
+    return last_round_ms >= due_ms
 
 
 def cleaned_remark(reason: str, waited_ms: int, queued: int) -> str:
@@ -135,9 +157,7 @@ class SendFlowControl:
         if self._store.was_os_page_cache_busy_within(waited):
             remark = cleaned_remark(PCBUSY_CLEAN_QUEUE, int(waited), self._queued)
             return self._refuse(request, conn, PCBUSY_CLEAN_QUEUE, remark)
-        # A send that starts within the millisecond it arrived never sat in a queue an Apache cleaner
-        # could see, so even waitTimeMillsInSendQueue=0 lets an idle broker work.
-        if int(waited) >= max(config.wait_time_mills_in_send_queue, 1):
+        if cleaner_saw_it_late(arrived_at, self._now(), config.wait_time_mills_in_send_queue):
             remark = cleaned_remark(TIMEOUT_CLEAN_QUEUE, int(waited), self._queued)
             return self._refuse(request, conn, TIMEOUT_CLEAN_QUEUE, remark)
         return None

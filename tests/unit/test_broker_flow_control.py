@@ -18,7 +18,7 @@ import pytest
 
 from broker import Broker
 from broker.config import BrokerConfig, parse_properties
-from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl
+from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl, cleaner_saw_it_late
 from broker.store.commit_log import CommitLog
 from broker.testing import BrokerClient, running_broker
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -118,9 +118,30 @@ def test_a_send_started_within_its_millisecond_is_never_timed_out() -> None:
     assert flow.on_arrival(send_request(), CONN, clock.now) is None
     clock.now += 0.0009
     assert flow.on_start(send_request(), CONN, 100.0) is None
-    assert flow.on_arrival(send_request(), CONN, clock.now) is None
-    clock.now += 0.001
-    assert flow.on_start(send_request(), CONN, clock.now - 0.001) is not None
+    arrived = clock.now = 100.0051
+    assert flow.on_arrival(send_request(), CONN, arrived) is None
+    clock.now = 100.0101  # waited 5 ms, and the cleaner's round at 100.010 found it queued
+    assert flow.on_start(send_request(), CONN, arrived) is not None
+
+
+@pytest.mark.parametrize(
+    ("arrived_ms", "started_ms", "limit_ms", "refused"),
+    [
+        (100_000, 100_000, 0, False),  # started in the millisecond it arrived
+        (100_001, 100_009, 1, False),  # waited 8 ms, but no round of the cleaner fell in the wait
+        (100_001, 100_010, 1, True),  # the round at 100,010 ms saw it waiting 9 ms >= 1
+        (100_005, 100_012, 6, False),  # at the round it had waited 5 ms < 6; it started before the next
+        (100_004, 100_010, 6, True),  # exactly 6 ms at the round
+        (100_000, 100_199, 200, False),
+        (100_000, 100_200, 200, True),
+        (100_000, 100_500, 200, True),
+    ],
+)
+def test_the_cleaner_refuses_only_what_one_of_its_rounds_finds_waiting_too_long(
+    arrived_ms: int, started_ms: int, limit_ms: int, refused: bool
+) -> None:
+    # clock readings half-way through their millisecond
+    assert cleaner_saw_it_late((arrived_ms + 0.5) / 1000, (started_ms + 0.5) / 1000, limit_ms) is refused
 
 
 def test_queued_through_a_busy_page_cache_is_pcbusy_before_timeout() -> None:
