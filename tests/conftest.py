@@ -7,7 +7,9 @@ session fixtures, so the unit of work handed to a worker must keep expensive fix
 
 * a test on the shared ``cluster`` fixture goes with every other test of that provider (a worker starts
   each provider's servers at most once, and runs one provider's tests back to back);
-* any other test goes with the rest of its module (module-scoped servers and peers start once).
+* any other test goes with the rest of its module (module-scoped servers and peers start once), unless
+  the module says its tests share nothing expensive (``EACH_TEST_ITS_OWN_WORK_UNIT = True``): then each is
+  a unit of its own, so a module of long tests is spread over the workers.
 
 The end-of-run summaries (cluster start-up times, kept logs, the compatibility matrix) are hooked here and
 not in ``tests/integration/conftest.py``: xdist's controller, the process that reports, never collects, so
@@ -25,10 +27,14 @@ from tests.integration.matrix import report as matrix_report
 
 
 def work_unit(item: pytest.Item) -> str:
-    """The xdist group of ``item``: ``cluster:<provider id>`` or its module's path."""
+    """The xdist group of ``item``: ``cluster:<provider id>``, its own node id in a module that sets
+    ``EACH_TEST_ITS_OWN_WORK_UNIT`` (its tests share nothing expensive), or its module's path."""
     provider = provider_of(item)
     if provider is not None:
         return f"cluster:{provider}"
+    module = getattr(item, "module", None)
+    if getattr(module, "EACH_TEST_ITS_OWN_WORK_UNIT", False):
+        return item.nodeid
     return item.nodeid.split("::", 1)[0]
 
 

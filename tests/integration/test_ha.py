@@ -58,6 +58,9 @@ from tests.integration.java_peer.fixtures import JavaClientFactory
 
 pytestmark = [pytest.mark.integration]
 log = logging.getLogger("tests.ha")
+#: Every test starts its own pair of brokers, so pytest-xdist may give them to different workers (see
+#: tests/conftest.py): together they run for minutes, too long to keep on one.
+EACH_TEST_ITS_OWN_WORK_UNIT = True
 
 SINGLES = 6000
 BATCHES, BATCH_SIZE = 200, 16
@@ -151,12 +154,14 @@ async def send_mixed(namesrv: str, topic: str) -> list[bytes]:
         return LocalTransactionState.ROLLBACK_MESSAGE  # every transaction was decided at once
 
     async with TransactionProducer(unique_name("HaTx"), namesrv, checker=check, executor=decide) as tx:
-        for i in range(TRANSACTIONS):
-            body = _body(first + i)
-            result = await tx.send_in_transaction(Message(topic, body), i)
-            assert result.status is SendStatus.SEND_OK
-            if i % 2 == 0:
-                visible.append(body)
+
+        async def transaction(i: int) -> None:
+            async with slots:
+                result = await tx.send_in_transaction(Message(topic, _body(first + i)), i)
+                assert result.status is SendStatus.SEND_OK, result
+
+        await asyncio.gather(*(transaction(i) for i in range(TRANSACTIONS)))
+        visible += [_body(first + i) for i in range(0, TRANSACTIONS, 2)]
     return visible
 
 
@@ -237,7 +242,10 @@ async def compare_after_mixed_load(pair: Pair, label: str) -> None:
         await admin.create_topic(topic, broker_addr=master_addr, read_queue_nums=4, write_queue_nums=4)
     warm_up = await replicating_from_the_start(pair.namesrv, topic)
     visible = [warm_up, *await send_mixed(pair.namesrv, topic)]
-    await asyncio.sleep(6)  # the delayed messages come back to their topic after 1 and 5 s
+    # Read back first: it waits for the delayed messages, which come back to their topic after 1 and
+    # 5 s, so the commit logs compared below hold those second writes too.
+    stored = await read_topic(pair.namesrv, topic, len(visible), timeout_s=60)
+    assert sorted(m.body for m in stored) == sorted(visible)
     end = await wait_caught_up(pair.namesrv)
     master = commit_log_bytes(pair.commit_logs["master"], end)
     slave = commit_log_bytes(pair.commit_logs["slave"], end)
@@ -245,8 +253,6 @@ async def compare_after_mixed_load(pair: Pair, label: str) -> None:
     assert len(master) == len(slave) == end
     at = first_difference(master, slave)
     assert master == slave, f"the commit logs differ from offset {at} of {end}"
-    stored = await read_topic(pair.namesrv, topic, len(visible), timeout_s=60)
-    assert sorted(m.body for m in stored) == sorted(visible)
 
 
 async def slave_knows_topic(addr: str, topic: str) -> None:

@@ -86,3 +86,17 @@ def test_each_provider_starts_once_across_two_workers(tmp_path: Path) -> None:
     assert "30 passed" in result.stdout
     setups = collections.Counter(line.split()[0] for line in setup_log.read_text().splitlines())
     assert setups == {"python": 1, "binaries-4.9.7": 1, "mixed-apache-5.3.3-and-python-brokers": 1}
+
+
+def test_a_module_of_independent_tests_gives_each_its_own_unit() -> None:
+    from types import SimpleNamespace
+
+    from tests.conftest import work_unit
+
+    independent = SimpleNamespace(EACH_TEST_ITS_OWN_WORK_UNIT=True)
+    shared = SimpleNamespace()
+    nodes = ["tests/integration/test_ha.py::test_a[x]", "tests/integration/test_ha.py::test_a[y]"]
+    split = {work_unit(SimpleNamespace(nodeid=n, module=independent)) for n in nodes}  # type: ignore[arg-type]
+    kept = {work_unit(SimpleNamespace(nodeid=n, module=shared)) for n in nodes}  # type: ignore[arg-type]
+    assert split == set(nodes)
+    assert kept == {"tests/integration/test_ha.py"}
