@@ -19,7 +19,8 @@ import pytest
 
 from tests.integration.apache import class_data, jvm, maven
 from tests.integration.apache.cache import CACHE_ENV
-from tests.integration.apache.releases import VERSIONS_ENV, ApacheRelease, releases
+from tests.integration.apache.releases import VERSIONS_ENV, ApacheRelease, full_releases, releases
+from tests.integration.apache.servers import start_namesrv
 from tests.integration.clusters import apache_docker, providers
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import ProviderUnavailable
@@ -225,3 +226,37 @@ def test_a_damaged_dump_is_deleted_not_used(tmp_path: Path, monkeypatch: pytest.
     assert not list(tmp_path.glob("hs_err*")) and not list(dump.parent.glob("*.log")), "crash reports"
     assert not any("SharedArchiveFile" in a for a in again)
     assert any(a.startswith("-XX:ArchiveClassesAtExit=") for a in again), "the next run dumps afresh"
+
+
+def test_a_server_dumps_its_classes_once_booted_and_the_next_start_maps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Servers are ended with SIGKILL, so they dump through jcmd after their boot line, not at exit."""
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setattr(class_data, "SETTLED_S", 0.0)
+    release = full_releases()[0]
+    reason = providers.java_unavailable(release)
+    if reason is not None:
+        pytest.skip(reason)
+    folder = tmp_path / "cache" / "class-data"
+    launch = Launch(tmp_path / "work", tmp_path / "logs")
+    try:
+        start_namesrv(launch, release, "first-namesrv")
+        first = launch.processes[-1]
+        assert "-XX:+RecordDynamicDumpInfo" in first.argv
+        deadline = time.monotonic() + 60
+        while not _dump_done(folder):
+            assert time.monotonic() < deadline, sorted(p.name for p in folder.iterdir())
+        start_namesrv(launch, release, "second-namesrv")
+        second = launch.processes[-1]
+        assert any(a.startswith("-XX:SharedArchiveFile=") for a in second.argv), second.argv
+        assert list(folder.glob("*.jsa")) and not list(folder.glob("*.dump"))
+    finally:
+        assert launch.stop(discard=True) == []
+
+
+def _dump_done(folder: Path) -> bool:
+    """jcmd has written the dump: there is one, and its size stopped changing."""
+    sizes = [p.stat().st_size for p in folder.glob("*.dump")]
+    time.sleep(1.0)
+    return bool(sizes) and all(sizes) and sizes == [p.stat().st_size for p in folder.glob("*.dump")]

@@ -23,10 +23,12 @@ options at all. ``RMQ_IT_CDS=0`` turns this off.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import hashlib
 import logging
 import os
 import subprocess
+import threading
 import time
 import uuid
 from collections.abc import Sequence
@@ -118,20 +120,67 @@ def _reserve_dump(folder: Path, key: str) -> Path | None:
     return None
 
 
-def archive_options(
-    java: Path, options: Sequence[str], classpath: Sequence[Path], main_class: str
-) -> list[str]:
-    """Options to put before ``-cp``: use the archive of this program, or dump one when this run exits."""
+@dataclasses.dataclass(frozen=True)
+class ArchivePlan:
+    """What one launch does about its program's archive: ``options`` go before ``-cp``; ``dump_to`` is
+    set when a server should dump its classes there once it has started (:func:`dump_running`)."""
+
+    options: list[str]
+    dump_to: Path | None = None
+
+
+def plan(
+    java: Path, options: Sequence[str], classpath: Sequence[Path], main_class: str, *, at_exit: bool
+) -> ArchivePlan:
+    """Use the archive of this program, or reserve the dump of one: when the run exits (``at_exit``, the
+    tools), or from the running JVM through ``jcmd`` (the servers, which are ended with SIGKILL and so
+    never reach the JVM's exit)."""
     if not enabled() or any(entry.is_dir() for entry in classpath):
-        return []
+        return ArchivePlan([])
     folder = cache_root() / "class-data"
     folder.mkdir(parents=True, exist_ok=True)
     key = _key(java, options, classpath, main_class)
     joined = os.pathsep.join(str(entry) for entry in classpath)
     archive = _settle(java, options, joined, folder, key)
     if archive is not None:
-        return [*WARNINGS_TO_STDERR, f"-XX:SharedArchiveFile={archive}"]
+        return ArchivePlan([*WARNINGS_TO_STDERR, f"-XX:SharedArchiveFile={archive}"])
     dump = _reserve_dump(folder, key)
-    if dump is not None:
-        return [*WARNINGS_TO_STDERR, f"-XX:ArchiveClassesAtExit={dump}"]
-    return list(WARNINGS_TO_STDERR)
+    if dump is None:
+        return ArchivePlan(list(WARNINGS_TO_STDERR))
+    if at_exit:
+        return ArchivePlan([*WARNINGS_TO_STDERR, f"-XX:ArchiveClassesAtExit={dump}"])
+    return ArchivePlan([*WARNINGS_TO_STDERR, "-XX:+RecordDynamicDumpInfo"], dump)
+
+
+def archive_options(
+    java: Path, options: Sequence[str], classpath: Sequence[Path], main_class: str
+) -> list[str]:
+    """Options to put before ``-cp`` for a short-lived tool: use the archive, or dump one when it exits."""
+    return plan(java, options, classpath, main_class, at_exit=True).options
+
+
+def dump_running(java: Path, pid: int, dump_to: Path) -> None:
+    """Have the started JVM ``pid`` write the classes it has loaded to ``dump_to``, in the background (the
+    JVM pauses for about a second; the caller goes on at once). A failed dump frees the reservation."""
+
+    def dump() -> None:
+        jcmd = java.with_name("jcmd")
+        try:
+            result = subprocess.run(
+                [str(jcmd), str(pid), "VM.cds", "dynamic_dump", str(dump_to)],
+                capture_output=True,
+                text=True,
+                timeout=CHECK_TIMEOUT_S,
+                check=False,
+            )
+            failed = result.returncode != 0 or not dump_to.is_file()
+            detail = (result.stdout + result.stderr).strip()[-300:]
+        except (OSError, subprocess.TimeoutExpired) as exc:
+            failed, detail = True, str(exc)
+        if failed:
+            log.info("no class-data dump from pid %d: %s", pid, detail)
+            dump_to.unlink(missing_ok=True)
+            key = dump_to.name.split(".", 1)[0]
+            (dump_to.parent / f"{key}.pending").unlink(missing_ok=True)
+
+    threading.Thread(target=dump, name=f"class-data-dump-{pid}", daemon=True).start()

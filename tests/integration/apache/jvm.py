@@ -119,17 +119,22 @@ def java_argv(
     user_home: Path,
     system_properties: Mapping[str, str] | None = None,
     share_classes: bool = True,
+    class_plan: class_data.ArchivePlan | None = None,
 ) -> list[str]:
     """``java [options] -cp CLASSPATH MAIN ARGS``. ``share_classes``: a tool's run uses the class-data
-    archive of its program, or dumps it (:mod:`.class_data`); pass False for an argv that may never run."""
+    archive of its program, or dumps it (:mod:`.class_data`); pass False for an argv that may never run.
+    ``class_plan``: the servers' own (see :func:`server_class_plan`)."""
     home = java_home()
     java = home / "bin" / "java"
     options = java_options(kind, user_home, home)
     props = [f"-D{key}={value}" for key, value in (system_properties or {}).items()]
     cp = os.pathsep.join(str(jar) for jar in classpath)
-    # The servers are ended with SIGKILL, which dumps nothing; the tools start hundreds of times.
-    shared = share_classes and kind == "tool"
-    archive = class_data.archive_options(java, HEAPS[kind], classpath, main_class) if shared else []
+    if class_plan is not None:
+        archive = class_plan.options
+    elif share_classes and kind == "tool":
+        archive = class_data.archive_options(java, HEAPS[kind], classpath, main_class)
+    else:
+        archive = []
     return [
         str(java),
         *archive,
@@ -140,6 +145,11 @@ def java_argv(
         main_class,
         *args,
     ]
+
+
+def server_class_plan(kind: Kind, classpath: Sequence[Path], main_class: str) -> class_data.ArchivePlan:
+    """The class-data archive a server of ``kind`` maps, or dumps once it has started."""
+    return class_data.plan(java_home() / "bin" / "java", HEAPS[kind], classpath, main_class, at_exit=False)
 
 
 def java_env(rmq_home: Path) -> dict[str, str]:

@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import Mapping
 
-from tests.integration.apache import jvm, maven
+from tests.integration.apache import class_data, jvm, maven
 from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters import configs
 from tests.integration.clusters.launch import Launch, NamesrvEndpoint
@@ -37,24 +37,35 @@ def _start(
     main: str,
     config_args: list[str],
     system_properties: Mapping[str, str] | None = None,
-) -> ManagedProcess:
+) -> tuple[ManagedProcess, class_data.ArchivePlan]:
     folder = launch.work_dir / name
     folder.mkdir(parents=True, exist_ok=True)
     user_home = launch.logs_dir / f"{name}-home"
     user_home.mkdir(parents=True, exist_ok=True)
     rmq_home = jvm.rocketmq_home(launch.work_dir / "rocketmq-home")
     kind: jvm.Kind = "namesrv" if main == NAMESRV_MAIN else "broker"
+    classpath = maven.classpath("servers", release.version)
+    class_plan = jvm.server_class_plan(kind, classpath, main)
     argv = jvm.java_argv(
         kind,
-        maven.classpath("servers", release.version),
+        classpath,
         main,
         config_args,
         user_home=user_home,
         system_properties=system_properties,
+        class_plan=class_plan,
     )
-    return launch.process(
+    process = launch.process(
         name, argv, env=jvm.java_env(rmq_home), cwd=folder, grace_s=GRACE_S, kill_on_discard=True
     )
+    return process, class_plan
+
+
+def _booted(process: ManagedProcess, class_plan: class_data.ArchivePlan) -> None:
+    """A server just printed its boot line: everything a server loads to start is loaded, so this is the
+    moment to dump its classes for the next starts (when this start was chosen to)."""
+    if class_plan.dump_to is not None:
+        class_data.dump_running(jvm.java_home() / "bin" / "java", process.pid, class_plan.dump_to)
 
 
 def start_namesrv(
@@ -69,8 +80,9 @@ def start_namesrv(
     config = configs.write_properties(
         launch.work_dir / name / "namesrv.properties", {"listenPort": str(port), "bindAddress": "127.0.0.1"}
     )
-    process = _start(launch, name, release, NAMESRV_MAIN, ["-c", str(config)], system_properties)
+    process, class_plan = _start(launch, name, release, NAMESRV_MAIN, ["-c", str(config)], system_properties)
     process.wait_for_output(NAMESRV_BOOT, time.monotonic() + BOOT_TIMEOUT_S)
+    _booted(process, class_plan)
     return NamesrvEndpoint(f"127.0.0.1:{port}", release.version)
 
 
@@ -96,8 +108,9 @@ def start_broker(
         extra={"bindAddress": "127.0.0.1", **(extra or {})},
     )
     config = configs.write_properties(launch.work_dir / name / "broker.conf", settings)
-    process = _start(
+    process, class_plan = _start(
         launch, name, release, BROKER_MAIN, ["-c", str(config), "-n", namesrv_addr], system_properties
     )
     process.wait_for_output(BROKER_BOOT, time.monotonic() + BOOT_TIMEOUT_S)
+    _booted(process, class_plan)
     return process
