@@ -37,9 +37,11 @@ Figures (best and median of ``--repeat`` rounds, except memory, measured once):
 * ``namesrv routes, N in flight``: GET_ROUTEINFO_BY_TOPIC answers per second with N = 4, 16, 64 requests
   outstanding on one connection (as ``benchmarks/nameserver.py``, but against the NameServer process of
   the running cluster), asking in turn for the routes of the two topics above.
-* ``memory``: a fresh broker per side whose ``config/topics.json`` holds ``--memory-topics`` topics of 8
-  queues before it starts; then ``--memory-messages`` messages of ``--memory-size`` bytes are stored in
-  batches of 32, batch k into topic k mod T. Printed: the broker process's resident size (``VmRSS`` of
+* ``memory``: a fresh broker per side whose ``config/topics.json`` holds ``--memory-topics`` topics of
+  ``--memory-queues`` queues (1: both brokers keep a file open per consume-queue file, so 10^4 topics of 8
+  queues each need more descriptors than a default ``ulimit -n``) before it starts; then
+  ``--memory-messages`` messages of ``--memory-size`` bytes are stored in batches of 32, batch k into
+  topic k mod T. Printed: the broker process's resident size (``VmRSS`` of
   ``/proc/<pid>/status``) once registered and again after storing (and a few seconds' rest), the latter's
   anonymous and file-backed parts (``RssAnon``, ``RssFile``: mapped store files count there) and the peak
   (``VmHWM``); for Apache's JVM also heap used and committed and metaspace used (``jcmd <pid>
@@ -520,14 +522,14 @@ def memory_topics(count: int) -> list[str]:
     return [f"{MEMORY_TOPIC}{i}" for i in range(count)]
 
 
-def write_topics(store: Path, *, topics: Sequence[str]) -> None:
+def write_topics(store: Path, *, topics: Sequence[str], queues: int) -> None:
     """``config/topics.json`` as both brokers read it at start (Apache's format: creating 10^4 topics one
     request at a time makes an Apache 4.x broker rewrite the whole file 10^4 times)."""
     table = {
         name: {
             "topicName": name,
-            "readQueueNums": QUEUES,
-            "writeQueueNums": QUEUES,
+            "readQueueNums": queues,
+            "writeQueueNums": queues,
             "perm": 6,
             "topicFilterType": "SINGLE_TAG",
             "topicSysFlag": 0,
@@ -603,7 +605,7 @@ def measure_memory(
 ) -> None:
     topics = memory_topics(args.memory_topics)
     nmt = NMT_OPTION if args.jvm_nmt and side == "apache" else None
-    prepare = functools.partial(write_topics, topics=topics)
+    prepare = functools.partial(write_topics, topics=topics, queues=args.memory_queues)
     with running_servers(side, release, "ASYNC", logs, prepare, nmt) as servers:
 
         async def known() -> None:
@@ -683,6 +685,7 @@ def parse_args() -> argparse.Namespace:
     parser.add_argument("--memory-messages", type=int, help="messages stored for the memory figures (10^6)")
     parser.add_argument("--memory-topics", type=int, help="topics for the memory figures (10^4)")
     parser.add_argument("--memory-size", type=int, default=1024, help="body size of the memory load")
+    parser.add_argument("--memory-queues", type=int, default=1, help="queues of each memory topic")
     parser.add_argument(
         "--jvm-nmt",
         action="store_true",
