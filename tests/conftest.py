@@ -9,8 +9,7 @@ session fixtures, so the unit of work handed to a worker must keep expensive fix
   each provider's servers at most once, and runs one provider's tests back to back);
 * any other test goes with the rest of its module (module-scoped servers and peers start once), unless
   the module says its tests share nothing expensive (``EACH_TEST_ITS_OWN_WORK_UNIT = True``): then each is
-  a unit of its own, so a module of long tests is spread over the workers; a module whose servers come
-  from a parametrized module-scoped fixture names it (``WORK_UNIT_PARAM``) and makes a unit per value.
+  a unit of its own, so a module of long tests is spread over the workers.
 
 The end-of-run summaries (cluster start-up times, kept logs, the compatibility matrix) are hooked here and
 not in ``tests/integration/conftest.py``: xdist's controller, the process that reports, never collects, so
@@ -29,21 +28,14 @@ from tests.integration.matrix import report as matrix_report
 
 def work_unit(item: pytest.Item) -> str:
     """The xdist group of ``item``: ``cluster:<provider id>``, its own node id in a module that sets
-    ``EACH_TEST_ITS_OWN_WORK_UNIT`` (its tests share nothing expensive), its module and the value of the
-    module-scoped fixture named by ``WORK_UNIT_PARAM`` (each value's servers start once), or its module."""
+    ``EACH_TEST_ITS_OWN_WORK_UNIT`` (its tests share nothing expensive), or its module's path."""
     provider = provider_of(item)
     if provider is not None:
         return f"cluster:{provider}"
     module = getattr(item, "module", None)
-    path = item.nodeid.split("::", 1)[0]
     if getattr(module, "EACH_TEST_ITS_OWN_WORK_UNIT", False):
         return item.nodeid
-    by_param = getattr(module, "WORK_UNIT_PARAM", None)
-    callspec = getattr(item, "callspec", None)
-    if by_param is not None and callspec is not None and by_param in callspec.params:
-        value = callspec.params[by_param]
-        return f"{path}::{by_param}={getattr(value, 'id', value)}"
-    return path
+    return item.nodeid.split("::", 1)[0]
 
 
 @pytest.hookimpl(tryfirst=True)  # xdist's worker reads the marks in its own hook of the same name

@@ -33,9 +33,6 @@ from tests.integration.java_peer.build import JavaClient
 from tests.integration.java_peer.fixtures import JavaClientFactory
 
 pytestmark = [pytest.mark.integration]
-#: Each set-up's tests are a unit of work of their own for pytest-xdist (tests/conftest.py): the
-#: module-scoped ``busy_cluster`` starts once per value, and the set-ups can run on different workers.
-WORK_UNIT_PARAM = "busy_cluster"
 log = logging.getLogger("tests.flow_control")
 
 #: The project's broker, and Apache's of each full release.

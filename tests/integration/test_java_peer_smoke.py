@@ -54,9 +54,6 @@ from tests.integration.java_peer.build import client_version_name
 from tests.integration.java_peer.fixtures import JavaClientFactory
 
 pytestmark = pytest.mark.integration
-#: Each set-up's tests are a unit of work of their own for pytest-xdist (tests/conftest.py): the
-#: module-scoped ``servers`` starts once per value, and the set-ups can run on different workers.
-WORK_UNIT_PARAM = "servers"
 
 RELEASES = {r.version: r for r in DEFAULT_RELEASES}
 APACHE_5 = RELEASES["5.3.3"]

@@ -34,9 +34,6 @@ from tests.integration.clusters.fixture import dedicated_cluster, skip_or_fail
 from tests.integration.clusters.model import Cluster, unique_name
 
 pytestmark = [pytest.mark.integration]
-#: Each set-up's tests are a unit of work of their own for pytest-xdist (tests/conftest.py): the
-#: module-scoped ``scene`` starts once per value, and the set-ups can run on different workers.
-WORK_UNIT_PARAM = "scene"
 
 log = logging.getLogger(__name__)
 

@@ -100,23 +100,3 @@ def test_a_module_of_independent_tests_gives_each_its_own_unit() -> None:
     kept = {work_unit(SimpleNamespace(nodeid=n, module=shared)) for n in nodes}  # type: ignore[arg-type]
     assert split == set(nodes)
     assert kept == {"tests/integration/test_ha.py"}
-
-
-def test_a_module_can_split_its_units_by_its_servers_fixture() -> None:
-    from types import SimpleNamespace
-
-    from tests.conftest import work_unit
-
-    module = SimpleNamespace(WORK_UNIT_PARAM="servers")
-    path = "tests/integration/test_java_peer_smoke.py"
-
-    def unit(name: str, **params: object) -> str:
-        callspec = SimpleNamespace(params=params)
-        item = SimpleNamespace(nodeid=f"{path}::{name}", module=module, callspec=callspec)
-        return work_unit(item)  # type: ignore[arg-type]
-
-    assert unit("test_a[python-JSON]", servers="python", serialize="JSON") == f"{path}::servers=python"
-    assert unit("test_b[python]", servers="python") == f"{path}::servers=python"
-    apache = SimpleNamespace(id="apache-5.3.3")
-    assert unit("test_a[apache]", servers=apache) == f"{path}::servers=apache-5.3.3"
-    assert unit("test_c[x]", other="x") == path  # a test without that fixture stays with its module
