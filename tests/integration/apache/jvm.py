@@ -9,6 +9,7 @@ Every Apache process gets:
   and fastjson and the remoting layer reflect into ``java.lang``, ``java.lang.reflect``, ``java.util``;
 * ``-Duser.home`` in a folder of the launch: Apache logs to ``${user.home}/logs/rocketmqlogs`` and keeps
   state under ``${user.home}/store`` and ``${user.home}/namesrv``;
+* for the servers, TLS off (:data:`PLAIN_SERVER`) unless the launch asks for a TLS mode;
 * ``ROCKETMQ_HOME`` pointing at a folder of ours whose ``conf/`` holds the logging configurations 4.x
   loads from there at start-up (5.x carries its own in its jars); the servers refuse to start without it.
 """
@@ -45,6 +46,13 @@ HEAPS: Mapping[Kind, tuple[str, ...]] = {
     # Short-lived: mqadmin and the client peers start faster with C1 only and the serial collector.
     "tool": ("-Xms32m", "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"),
 }
+#: Apache's servers default to TLS mode "permissive" in test mode, where every remoting server (a broker
+#: has two) makes a self-signed certificate at start-up: an RSA key generated on the spot. Measured on
+#: this suite's 2-core machine, that was 3.3 s of the 4.9 s of CPU a 4.9.7 NameServer spends to start
+#: (4.0 of 6.4 s on 5.3.3, and a broker's start about halved). A plain client sees no difference: a
+#: permissive server reads plain frames as they come. The tests that speak TLS set ``tls.server.mode``
+#: in their ``system_properties``, which follow these options on the command line, so theirs wins.
+PLAIN_SERVER = ("-Dtls.server.mode=disabled",)
 
 #: What the 4.x servers and mqadmin read from ``$ROCKETMQ_HOME/conf`` (file name: log file it writes).
 _LOGBACK_FILES = {
@@ -102,9 +110,14 @@ def rocketmq_home(folder: Path) -> Path:
     return folder
 
 
+def server_options(kind: Kind) -> tuple[str, ...]:
+    """Options a server of ``kind`` gets beside its heap (none for a tool)."""
+    return PLAIN_SERVER if kind != "tool" else ()
+
+
 def java_options(kind: Kind, user_home: Path, home: Path | None = None) -> list[str]:
     """JVM options (before ``-cp``) for an Apache process of ``kind`` logging under ``user_home``."""
-    options = [*HEAPS[kind], f"-Duser.home={user_home}", "-Dfile.encoding=UTF-8"]
+    options = [*HEAPS[kind], *server_options(kind), f"-Duser.home={user_home}", "-Dfile.encoding=UTF-8"]
     if java_major(home or java_home()) >= 9:
         options += JAVA17_OPENS
     return options

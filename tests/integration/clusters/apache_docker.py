@@ -176,6 +176,7 @@ def _java(kind: jvm.Kind, main: str, args: list[str]) -> list[str]:
     return [
         "java",
         *jvm.HEAPS[kind],
+        *jvm.server_options(kind),
         f"-Duser.home={USER_HOME}",
         "-Dfile.encoding=UTF-8",
         *jvm.JAVA17_OPENS,
