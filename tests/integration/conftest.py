@@ -2,6 +2,7 @@
 
 import pytest
 
+from tests.integration.apache import mqadmin_host
 from tests.integration.apache.releases import releases
 from tests.integration.clusters.fixture import cluster, provider_of, scenario_budget
 from tests.integration.cpp_peer.fixtures import cpp_client, cpp_client_unavailable
@@ -44,3 +45,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if dropped:
         config.hook.pytest_deselected(items=dropped)
         items[:] = [item for item in items if item not in dropped]
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """The mqadmin host JVMs this process started end with it, stopped by pid (an ``atexit`` hook does the
+    same for a process that never gets here)."""
+    mqadmin_host.POOL.close()

@@ -10,7 +10,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import re
+import subprocess
 from collections.abc import Iterator
 from typing import Any
 
@@ -23,7 +25,7 @@ from consumer import ConsumeStatus, PullConsumer, PushConsumer
 from producer import Message, Producer, SendResult
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.message import MessageExt
-from tests.integration.apache import mqadmin
+from tests.integration.apache import mqadmin, mqadmin_host
 from tests.integration.apache.releases import ApacheRelease, full_releases
 from tests.integration.clusters import providers
 from tests.integration.clusters.fixture import dedicated_cluster, skip_or_fail
@@ -249,3 +251,85 @@ def test_producer_lists_a_connected_project_producer(scene: Scene) -> None:
     [table] = rmq_json
     assert table["broker_addr"] == addr
     assert [p["client_id"] for p in table["groups"][group]] == [client_id]
+
+
+# -- the host JVMs mqadmin runs in (tests/integration/apache/mqadmin_host.py) ------------------------------
+
+
+def _fresh_run(scene: Scene, *args: str) -> mqadmin.AdminRun:
+    """``mqadmin ARGS -n NAMESRV`` in a JVM of its own, as before hosts existed."""
+    previous = os.environ.get(mqadmin_host.DISABLE_ENV)
+    os.environ[mqadmin_host.DISABLE_ENV] = "0"
+    try:
+        return mqadmin.run(scene.release, args[0], list(args[1:]), namesrv=scene.cluster.namesrv)
+    finally:
+        if previous is None:
+            os.environ.pop(mqadmin_host.DISABLE_ENV)
+        else:
+            os.environ[mqadmin_host.DISABLE_ENV] = previous
+
+
+def _hosts() -> set[int]:
+    with mqadmin_host.POOL._lock:
+        idle = [h for hosts in mqadmin_host.POOL._idle.values() for h in hosts]
+        return {h.process.pid for h in [*idle, *mqadmin_host.POOL._busy]}
+
+
+def test_a_host_prints_and_exits_as_a_fresh_mqadmin(scene: Scene) -> None:
+    for args in (("topicStatus", "-t", scene.topic), ("topicRoute", "-t", unique_name("NoSuchTopic"))):
+        hosted = mqadmin.run(scene.release, args[0], list(args[1:]), namesrv=scene.cluster.namesrv)
+        fresh = _fresh_run(scene, *args)
+        assert (hosted.returncode, hosted.stdout) == (fresh.returncode, fresh.stdout)
+    assert _hosts(), "no mqadmin host is running after hosted commands"
+
+
+def test_each_hosted_command_runs_on_fresh_sub_command_objects(scene: Scene) -> None:
+    # sendMessage keeps its producer in its sub-command object and shuts it down after sending: a host
+    # that reused the object would fail every send after its first.
+    topic = unique_name("MqadminHosted")
+    scene.run("updateTopic", "-b", scene.cluster.broker_addr, "-t", topic, "-r", "2", "-w", "2")
+    for i in range(3):
+        out = scene.run("sendMessage", "-t", topic, "-p", f"hosted send {i}")
+        assert re.search(
+            rf"^{re.escape(scene.cluster.broker_name)}\s+\d+\s+SEND_OK\s+[0-9A-F]+$", out, re.M
+        ), out
+
+
+def test_a_host_that_mqadmin_exits_reports_its_status_and_the_next_command_gets_a_new_host(
+    scene: Scene,
+) -> None:
+    mqadmin.run(scene.release, "clusterList", [], namesrv=scene.cluster.namesrv).check()
+    before = _hosts()
+    # Options mqadmin cannot parse: it prints the command's usage and calls System.exit(1).
+    bad = mqadmin.run(scene.release, "updateTopic", ["--no-such-option"], namesrv=scene.cluster.namesrv)
+    fresh = _fresh_run(scene, "updateTopic", "--no-such-option")
+    assert (bad.returncode, bad.stdout) == (fresh.returncode, fresh.stdout) == (1, fresh.stdout)
+    assert "usage: mqadmin updateTopic" in bad.stdout
+    after = mqadmin.run(scene.release, "clusterList", [], namesrv=scene.cluster.namesrv).check()
+    assert scene.cluster.broker_addr in after.stdout
+    assert len(before - _hosts()) == 1, "the host mqadmin ended is still counted"
+
+
+def test_a_command_without_namesrv_does_not_reuse_the_previous_commands(scene: Scene) -> None:
+    mqadmin.run(scene.release, "clusterList", [], namesrv=scene.cluster.namesrv).check()
+    # A fresh mqadmin without -n (and no NAMESRV_ADDR) finds no name server; in a host that already ran a
+    # command with -n it must not find that one either.
+    env_addr = os.environ.pop("NAMESRV_ADDR", None)
+    try:
+        hosted = mqadmin.run(scene.release, "clusterList", [])
+    finally:
+        if env_addr is not None:
+            os.environ["NAMESRV_ADDR"] = env_addr
+    assert scene.cluster.broker_addr not in hosted.stdout, hosted.stdout
+
+
+def test_a_host_that_overruns_its_timeout_is_killed(scene: Scene) -> None:
+    mqadmin.run(scene.release, "clusterList", [], namesrv=scene.cluster.namesrv).check()
+    before = _hosts()
+    with pytest.raises(subprocess.TimeoutExpired):
+        mqadmin.run(scene.release, "clusterList", [], namesrv=scene.cluster.namesrv, timeout=0.001)
+    gone = before - _hosts()
+    assert len(gone) == 1
+    [pid] = gone
+    with pytest.raises(ProcessLookupError):
+        os.kill(pid, 0)

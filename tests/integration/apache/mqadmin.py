@@ -1,4 +1,4 @@
-"""Apache's mqadmin (``MQAdminStartup``) of a release, run once per command with ``java -cp``.
+"""Apache's mqadmin (``MQAdminStartup``) of a release, started with ``java -cp``.
 
 It runs through ``rmqit.AdminExit`` (compiled with the Java peer): Apache's main, then an exit as soon as it
 returns, instead of two idle seconds waiting for the client's event loops to wind down. Where the Java peer
@@ -10,15 +10,17 @@ of its requests follows ``-Drocketmq.serialize.type`` (JSON or ROCKETMQ), as wit
 
 from __future__ import annotations
 
+import atexit
 import dataclasses
 import functools
 import logging
+import shutil
 import subprocess
 import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.integration.apache import jvm, maven
+from tests.integration.apache import jvm, maven, mqadmin_host
 from tests.integration.apache.cache import cache_root
 from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters.model import ProviderUnavailable
@@ -57,18 +59,33 @@ def run(
     serialize: str = "JSON",
     timeout: float = TIMEOUT_S,
 ) -> AdminRun:
-    """``mqadmin COMMAND [-n NAMESRV] ARGS``; a non-zero exit is not raised (see :meth:`AdminRun.check`)."""
+    """``mqadmin COMMAND [-n NAMESRV] ARGS``; a non-zero exit is not raised (see :meth:`AdminRun.check`).
+
+    The command runs in a host JVM (:mod:`.mqadmin_host`) where the wrapper could be compiled, else in a
+    JVM of its own."""
     classpath, main_class = _program(release.tools_version)
     rmq_home = jvm.rocketmq_home(cache_root() / "rocketmq-home")
     full_args = [command, *(["-n", namesrv] if namesrv else []), *args]
+    properties = {"rocketmq.serialize.type": serialize}
+    if main_class == EXITING_MAIN and mqadmin_host.enabled():
+
+        def host_argv(share_classes: bool = True) -> list[str]:
+            return jvm.java_argv(
+                "tool",
+                classpath,
+                mqadmin_host.HOST_MAIN,
+                [],
+                user_home=_host_home(),
+                system_properties=properties,
+                share_classes=share_classes,
+            )
+
+        key = tuple(host_argv(share_classes=False))
+        code, stdout, stderr = mqadmin_host.run(key, host_argv, jvm.java_env(rmq_home), full_args, timeout)
+        return AdminRun([*key, *full_args], code, stdout, stderr)
     with tempfile.TemporaryDirectory(prefix="mqadmin-") as user_home:
         argv = jvm.java_argv(
-            "tool",
-            classpath,
-            main_class,
-            full_args,
-            user_home=Path(user_home),
-            system_properties={"rocketmq.serialize.type": serialize},
+            "tool", classpath, main_class, full_args, user_home=Path(user_home), system_properties=properties
         )
         result = subprocess.run(
             argv,
@@ -80,6 +97,14 @@ def run(
             stdin=subprocess.DEVNULL,
         )
     return AdminRun(argv, result.returncode, result.stdout, result.stderr)
+
+
+@functools.cache
+def _host_home() -> Path:
+    """The hosts' ``user.home`` (mqadmin logs under it), one per test process, removed at its exit."""
+    home = Path(tempfile.mkdtemp(prefix="mqadmin-home-"))
+    atexit.register(shutil.rmtree, home, True)
+    return home
 
 
 @functools.cache
