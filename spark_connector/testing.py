@@ -177,8 +177,9 @@ class LocalCluster:
 
 def local_spark(app_name: str = "rocketmq-connector", *, cores: int = 2) -> Any:
     """A ``local[cores]`` SparkSession whose Python workers run this interpreter, with the data source
-    registered. Workers started with another ``python3`` would lack this project and ``pyarrow``; Spark's
-    planner workers read the interpreter from the environment only, hence ``PYSPARK_PYTHON`` is set here.
+    registered, and loaded before Spark forks its workers (:mod:`spark_connector.daemon`). Workers started
+    with another ``python3`` would lack this project and ``pyarrow``; Spark's planner workers read the
+    interpreter from the environment only, hence ``PYSPARK_PYTHON`` is set here.
     """
     import os
     import sys
@@ -195,6 +196,7 @@ def local_spark(app_name: str = "rocketmq-connector", *, cores: int = 2) -> Any:
         .config("spark.pyspark.python", sys.executable)
         .config("spark.pyspark.driver.python", sys.executable)
         .config("spark.ui.enabled", "false")
+        .config("spark.python.daemon.module", "spark_connector.daemon")
         .config("spark.sql.shuffle.partitions", str(cores))
         .config("spark.driver.bindAddress", "127.0.0.1")
         .config("spark.driver.host", "127.0.0.1")

@@ -308,3 +308,17 @@ def test_streaming_write_of_a_rate_source(spark: SparkSession, cluster: LocalClu
     # delay level 1 (1 s): the broker parks them in its schedule topic first, then moves them over
     schedule = cluster.message_count("SCHEDULE_TOPIC_XXXX")
     assert schedule == 75
+
+
+def test_python_workers_are_forked_by_the_connectors_daemon(spark: SparkSession) -> None:
+    """``local_spark`` sets ``spark.python.daemon.module``: the workers' parent is the connector's daemon,
+    which loaded the connector before forking them (``tests/unit/test_spark_daemon.py``)."""
+
+    def parent_command(_: Any) -> str:
+        import os
+
+        with open(f"/proc/{os.getppid()}/cmdline", "rb") as handle:
+            return handle.read().replace(b"\0", b" ").decode()
+
+    parents = set(spark.sparkContext.parallelize(range(4), 2).map(parent_command).collect())
+    assert parents and all("-m spark_connector.daemon" in command for command in parents), parents
