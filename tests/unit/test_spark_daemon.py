@@ -7,6 +7,7 @@ start threads on import. What the daemon preloads must start none and import nei
 from __future__ import annotations
 
 import json
+import runpy
 import subprocess
 import sys
 
@@ -40,9 +41,7 @@ def test_preloading_starts_no_thread_and_imports_neither_pandas_nor_pyarrow() ->
 def test_the_daemon_runs_sparks_own_daemon_after_preloading(monkeypatch: pytest.MonkeyPatch) -> None:
     calls: list[tuple[str, object]] = []
     monkeypatch.setattr(daemon, "preload", lambda: calls.append(("preload", None)))
-    monkeypatch.setattr(
-        daemon.runpy, "run_module", lambda name, **kw: calls.append(("run", (name, kw["run_name"])))
-    )
+    monkeypatch.setattr(runpy, "run_module", lambda name, **kw: calls.append(("run", (name, kw["run_name"]))))
     daemon.main()
     assert calls == [("preload", None), ("run", ("pyspark.daemon", "__main__"))]
 
