@@ -315,6 +315,43 @@ def test_client_faults_are_told_from_real_timeouts_in_the_native_log() -> None:
     assert runner.failure_cause(timed_out) is None
 
 
+def test_a_send_failed_while_the_client_was_still_connecting_is_its_own_failure() -> None:
+    """The log of a CI run (abridged): the send failed while another client thread was connecting to the
+    broker, which never saw the send. A failure after that connect ended, either way, is not the client's."""
+    raced = (
+        "(info):try to connect to fd:15, addr:127.0.0.1[connect:172]\n"
+        "(info):eventcb: connect to fd:15 successfully[eventCallback:193]\n"
+        "(info):try to connect to fd:19, addr:127.0.0.1[connect:172]\n"
+        "(error):send failed of times:1,brokerName:it-broker-a[sendDefaultImpl:369]\n"
+        "(info):eventcb: connect to fd:19 successfully[eventCallback:193]\n"
+    )
+    connected_first = (
+        "(info):try to connect to fd:19, addr:127.0.0.1[connect:172]\n"
+        "(info):eventcb: connect to fd:19 successfully[eventCallback:193]\n"
+        "(error):send failed of times:1,brokerName:it-broker-a[sendDefaultImpl:369]\n"
+    )
+    refused_connect = (
+        "(info):try to connect to fd:19, addr:127.0.0.1[connect:172]\n"
+        "(info):connect to fd:19 failed[connect:178]\n"
+        "(error):send failed of times:1,brokerName:it-broker-a[sendDefaultImpl:369]\n"
+    )
+    # Out of order (threads), and a send the broker refused: neither is the client's own failure.
+    logged_late_then_refused = (
+        "(info):eventcb: connect to fd:16 successfully[eventCallback:193]\n"
+        "(info):try to connect to fd:16, addr:127.0.0.1[connect:172]\n"
+        "(error):send failed of times:1,brokerName:it-broker-a[sendDefaultImpl:369]\n"
+        "(info):try to connect to fd:17, addr:127.0.0.1[connect:172]\n"
+        "(error):processSendResponse error remark:AclException: Check signature failed[processSendResponse]\n"
+        "(error):send failed of times:3,brokerName:it-broker-a[sendDefaultImpl:369]\n"
+    )
+    assert peer.failed_while_connecting(raced)
+    assert peer.client_failure(raced) == "failed while its own connect was under way"
+    assert not peer.failed_while_connecting(connected_first)
+    assert not peer.failed_while_connecting(refused_connect)
+    assert not peer.failed_while_connecting(logged_late_then_refused)
+    assert peer.client_failure(connected_first + refused_connect) is None
+
+
 def test_a_send_the_client_failed_on_its_own_lock_is_made_again(tmp_path: Path) -> None:
     """Only a failure whose attempt logged the lock "timeout" is retried (the request never left), at most
     LOCK_RETRIES times, each retry reported; any other failure surfaces at once."""
