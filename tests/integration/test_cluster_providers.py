@@ -21,10 +21,10 @@ from tests.integration.apache import class_data, jvm, maven
 from tests.integration.apache.cache import CACHE_ENV
 from tests.integration.apache.releases import VERSIONS_ENV, ApacheRelease, full_releases, releases
 from tests.integration.apache.servers import start_namesrv
-from tests.integration.clusters import apache_docker, providers
+from tests.integration.clusters import apache_docker, processes, providers
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import ProviderUnavailable
-from tests.integration.clusters.processes import ManagedProcess, free_port_block, is_running
+from tests.integration.clusters.processes import ManagedProcess, free_port, free_port_block, is_running
 
 pytestmark = [pytest.mark.integration]
 
@@ -159,6 +159,17 @@ def test_discarding_a_launch_kills_only_the_processes_that_allow_it(tmp_path: Pa
 def test_port_block_leaves_room_for_the_vip_and_ha_ports() -> None:
     port = free_port_block()
     assert 1024 < port - 2 and port + 1 < 65536
+
+
+def test_server_ports_stay_below_the_ephemeral_range_and_are_not_handed_out_twice() -> None:
+    """Outgoing connections take their local ports from the ephemeral range, so a server port picked there
+    could be taken before the server binds it."""
+    floor = processes._ephemeral_floor()
+    blocks = [free_port_block() for _ in range(50)]
+    singles = [free_port() for _ in range(50)]
+    taken = [p + o for p in blocks for o in (-2, 0, 1)] + singles
+    assert all(processes.SERVER_PORTS_FLOOR <= p < floor for p in taken), (floor, sorted(taken)[:5])
+    assert len(set(taken)) == len(taken), "a port was handed out twice"
 
 
 def _hello_jar(folder: Path) -> Path:

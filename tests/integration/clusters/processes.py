@@ -12,10 +12,12 @@ import contextlib
 import dataclasses
 import logging
 import os
+import random
 import re
 import signal
 import socket
 import subprocess
+import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
@@ -255,6 +257,56 @@ class ManagedProcess:
         return survivors
 
 
+#: Test servers listen on ports below the kernel's ephemeral range: every outgoing connection of a client
+#: takes a port from that range, the suite's clients make hundreds a minute, and a port picked there could
+#: be taken by one of them between the pick and the server's bind (seen in CI: an Apache NameServer and an
+#: Apache broker failing to start with "Address already in use").
+SERVER_PORTS_FLOOR = 20000
+_EPHEMERAL_RANGE = Path("/proc/sys/net/ipv4/ip_local_port_range")
+#: Ports this process handed out: a server may not have bound its port yet when the next one is picked.
+_handed_out: set[int] = set()
+_handed_out_lock = threading.Lock()
+#: The operating system's randomness: tests that seed ``random`` must not make two workers pick alike.
+_pick = random.SystemRandom()
+
+
+def _ephemeral_floor() -> int:
+    try:
+        return int(_EPHEMERAL_RANGE.read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return 32768  # Linux's default
+
+
+def _kernel_pick() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def free_port_block(offsets: Sequence[int] = (-2, 0, 1), attempts: int = 500) -> int:
+    """A port ``p`` such that ``p + o`` is free for every offset ``o`` (for an Apache broker: ``listenPort``,
+    ``listenPort - 2`` for the VIP channel and ``listenPort + 1`` for HA), below the ephemeral range
+    (:data:`SERVER_PORTS_FLOOR`) and not handed out before by this process."""
+    low, high = SERVER_PORTS_FLOOR - min(offsets), _ephemeral_floor() - max(offsets)
+    for _ in range(attempts):
+        base = _pick.randrange(low, high) if high - low > 1000 else _kernel_pick()
+        ports = [base + offset for offset in offsets]
+        if not all(1024 < port < 65536 for port in ports):
+            continue
+        with _handed_out_lock:
+            if _handed_out.intersection(ports) or not all(port_is_free(port) for port in ports):
+                continue
+            _handed_out.update(ports)
+        return base
+    raise RuntimeError(f"found no free port p with p{offsets} all free after {attempts} attempts")
+
+
+def free_port() -> int:
+    """A port free right now on every interface, below the ephemeral range (see :func:`free_port_block`)."""
+    return free_port_block((0,))
+
+
 def port_is_free(port: int) -> bool:
     """True when nothing listens on ``port`` on any interface (Apache 4.x servers bind the wildcard)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
@@ -263,22 +315,3 @@ def port_is_free(port: int) -> bool:
         except OSError:
             return False
     return True
-
-
-def free_port() -> int:
-    """A port free right now on loopback (the kernel's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
-        probe.bind(("127.0.0.1", 0))
-        port: int = probe.getsockname()[1]
-    return port
-
-
-def free_port_block(offsets: Sequence[int] = (-2, 0, 1), attempts: int = 200) -> int:
-    """A port ``p`` such that ``p + o`` is free for every offset ``o``: an Apache broker listens on
-    ``listenPort``, on ``listenPort - 2`` (the VIP channel) and ``listenPort + 1`` (HA)."""
-    for _ in range(attempts):
-        base = free_port()
-        ports = [base + offset for offset in offsets]
-        if all(1024 < port < 65536 for port in ports) and all(port_is_free(port) for port in ports):
-            return base
-    raise RuntimeError(f"found no free port p with p{offsets} all free after {attempts} attempts")
