@@ -270,9 +270,7 @@ def _fresh_run(scene: Scene, *args: str) -> mqadmin.AdminRun:
 
 
 def _hosts() -> set[int]:
-    with mqadmin_host.POOL._lock:
-        idle = [h for hosts in mqadmin_host.POOL._idle.values() for h in hosts]
-        return {h.process.pid for h in [*idle, *mqadmin_host.POOL._busy]}
+    return mqadmin_host.POOL.pids()
 
 
 def test_a_host_prints_and_exits_as_a_fresh_mqadmin(scene: Scene) -> None:

@@ -23,6 +23,11 @@ def cache_root() -> Path:
     return root
 
 
+def turned_off(env: str) -> bool:
+    """True when the switch ``env`` (on by default) is set to 0, false or no."""
+    return os.environ.get(env, "1") in ("0", "false", "no")
+
+
 def peers_required() -> bool:
     """True when a missing peer is a failure (CI), not a skip (a user's machine without Java, say)."""
     return os.environ.get(REQUIRE_ENV, "") not in ("", "0", "false", "no")

@@ -34,7 +34,7 @@ import uuid
 from collections.abc import Sequence
 from pathlib import Path
 
-from tests.integration.apache.cache import cache_root
+from tests.integration.apache.cache import cache_root, turned_off
 
 log = logging.getLogger(__name__)
 
@@ -50,7 +50,7 @@ WARNINGS_TO_STDERR = ("-Xlog:disable", "-Xlog:all=warning:stderr")
 
 
 def enabled() -> bool:
-    return os.environ.get(DISABLE_ENV, "1") not in ("0", "false", "no")
+    return not turned_off(DISABLE_ENV)
 
 
 def _key(java: Path, options: Sequence[str], classpath: Sequence[Path], main_class: str) -> str:

@@ -29,6 +29,8 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
+from tests.integration.apache.cache import turned_off
+
 log = logging.getLogger("tests.apache.mqadmin_host")
 
 DISABLE_ENV = "RMQ_IT_MQADMIN_HOST"
@@ -41,7 +43,7 @@ LOG_TAIL_CHARS = 4000
 
 
 def enabled() -> bool:
-    return os.environ.get(DISABLE_ENV, "1") not in ("0", "false", "no")
+    return not turned_off(DISABLE_ENV)
 
 
 class Host:
@@ -196,10 +198,19 @@ class Pool:
             self._busy.discard(host)
         host.kill()
 
+    def _every_host(self) -> list[Host]:
+        """Idle and busy; the caller holds the lock."""
+        return [h for hosts in self._idle.values() for h in hosts] + list(self._busy)
+
+    def pids(self) -> set[int]:
+        """The pids of the hosts running for this process, idle or busy."""
+        with self._lock:
+            return {h.process.pid for h in self._every_host()}
+
     def close(self) -> None:
         """Stops every host, idle or busy (a busy one's caller then sees it exit)."""
         with self._lock:
-            hosts = [h for hosts in self._idle.values() for h in hosts] + list(self._busy)
+            hosts = self._every_host()
             self._idle.clear()
             self._busy.clear()
         for host in hosts:
