@@ -32,7 +32,7 @@ def stored_properties(properties: Mapping[str, str]) -> str:
     The broker re-encodes the map it decoded (a default-sized Java ``HashMap``), so names come out in that
     map's order, with no separator after the last pair.
     """
-    return encode_java_properties(dict(properties), PropertiesFlavour.V4)
+    return encode_java_properties(properties, PropertiesFlavour.V4)
 
 
 def tags_code(properties: Mapping[str, str]) -> int:

@@ -2663,6 +2663,184 @@ sp_decode_command(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* stored messages (rocketmq_wire/message/stored.py: encode_stored_message) */
+
+static PyObject *zlib_crc32; /* zlib.crc32 */
+
+enum {
+    SM_TOPIC, SM_BODY, SM_FLAG, SM_PROPERTIES, SM_QUEUE_ID, SM_QUEUE_OFFSET, SM_COMMIT_LOG_OFFSET, SM_SYS_FLAG,
+    SM_BORN_TIMESTAMP, SM_BORN_HOST, SM_STORE_TIMESTAMP, SM_STORE_HOST, SM_RECONSUME_TIMES, SM_PREPARED_OFFSET,
+    SM_COUNT
+};
+static const char *const sm_names[SM_COUNT] = {
+    "topic", "body", "flag", "properties_string", "queue_id", "queue_offset", "commit_log_offset", "sys_flag",
+    "born_timestamp", "born_host", "store_timestamp", "store_host", "reconsume_times",
+    "prepared_transaction_offset",
+};
+static PyObject *sm_attrs[SM_COUNT];
+
+#define STORED_V1_MAGIC 0xDAA320A7u
+#define STORED_FIXED_V4_SIZE 88
+#define SYSFLAG_V6_BITS ((1LL << 4) | (1LL << 5))
+#define MAX_V1_TOPIC 127
+#define MAX_PROPERTIES 0x7FFF
+
+/* "a.b.c.d:port" exactly as parse_host reads the common case: plain ASCII decimal octets without leading
+ * zeros, a port up to 65535. Anything else (IPv6, brackets, spaces, other digits) returns 0: decline. */
+static int
+plain_ipv4_host(PyObject *s, unsigned char ip[4], long long *port)
+{
+    if (!PyUnicode_CheckExact(s) || str_ready(s) < 0 || !PyUnicode_IS_ASCII(s)) {
+        PyErr_Clear();
+        return 0;
+    }
+    const char *p = (const char *)PyUnicode_DATA(s);
+    const char *end = p + PyUnicode_GET_LENGTH(s);
+    for (int part = 0; part < 4; part++) {
+        const char *start = p;
+        int value = 0;
+        while (p < end && *p >= '0' && *p <= '9' && p - start < 3) {
+            value = value * 10 + (*p - '0');
+            p++;
+        }
+        if (p == start || value > 255 || (p - start > 1 && *start == '0')) {
+            return 0;
+        }
+        ip[part] = (unsigned char)value;
+        if (p == end || *p != (part < 3 ? '.' : ':')) {
+            return 0;
+        }
+        p++;
+    }
+    const char *digits = p;
+    long long value = 0;
+    while (p < end && *p >= '0' && *p <= '9' && p - digits < 5) {
+        value = value * 10 + (*p - '0');
+        p++;
+    }
+    if (p == digits || p != end || value > 0xFFFF) {
+        return 0;
+    }
+    *port = value;
+    return 1;
+}
+
+static char *
+put_be64(char *p, long long v)
+{
+    put_be32(p, (long long)((unsigned long long)v >> 32));
+    put_be32(p + 4, v);
+    return p + 8;
+}
+
+/*
+ * encode_stored(message) -> bytes: the V1 record encode_stored_message writes for a message whose hosts are
+ * both plain IPv4, or None to decline (IPv6 or unusual hosts, a topic of more than 127 characters or
+ * bytes, properties over 32767 bytes, a number outside its field, anything not of the usual type).
+ */
+static PyObject *
+sp_encode_stored(PyObject *module, PyObject *message)
+{
+    (void)module;
+    PyObject *v[SM_COUNT] = {NULL};
+    PyObject *result = NULL;
+    for (int i = 0; i < SM_COUNT; i++) {
+        v[i] = PyObject_GetAttr(message, sm_attrs[i]);
+        if (v[i] == NULL) {
+            PyErr_Clear();
+            result = DECLINE();
+            goto done;
+        }
+    }
+    long long n[SM_COUNT] = {0};
+    static const int ints[] = {SM_FLAG, SM_QUEUE_ID, SM_QUEUE_OFFSET, SM_COMMIT_LOG_OFFSET, SM_SYS_FLAG,
+                               SM_BORN_TIMESTAMP, SM_STORE_TIMESTAMP, SM_RECONSUME_TIMES, SM_PREPARED_OFFSET};
+    for (size_t i = 0; i < sizeof ints / sizeof ints[0]; i++) {
+        if (!exact_ll(v[ints[i]], &n[ints[i]])) {
+            result = DECLINE();
+            goto done;
+        }
+    }
+    static const int ints32[] = {SM_FLAG, SM_QUEUE_ID, SM_SYS_FLAG, SM_RECONSUME_TIMES};
+    for (size_t i = 0; i < sizeof ints32 / sizeof ints32[0]; i++) {
+        if (n[ints32[i]] < INT32_MIN_ || n[ints32[i]] > INT32_MAX_) {
+            result = DECLINE();
+            goto done;
+        }
+    }
+    unsigned char born_ip[4], store_ip[4];
+    long long born_port, store_port;
+    if ((n[SM_SYS_FLAG] & SYSFLAG_V6_BITS) != 0 || !PyBytes_CheckExact(v[SM_BODY]) ||
+        !PyUnicode_CheckExact(v[SM_TOPIC]) || !PyUnicode_CheckExact(v[SM_PROPERTIES]) ||
+        !plain_ipv4_host(v[SM_BORN_HOST], born_ip, &born_port) ||
+        !plain_ipv4_host(v[SM_STORE_HOST], store_ip, &store_port) ||
+        PyUnicode_GET_LENGTH(v[SM_TOPIC]) > MAX_V1_TOPIC) {
+        result = DECLINE();
+        goto done;
+    }
+    Py_ssize_t topic_len, properties_len;
+    const char *topic = PyUnicode_AsUTF8AndSize(v[SM_TOPIC], &topic_len);
+    const char *properties = topic != NULL ? PyUnicode_AsUTF8AndSize(v[SM_PROPERTIES], &properties_len) : NULL;
+    if (properties == NULL || topic_len > MAX_V1_TOPIC || properties_len > MAX_PROPERTIES) {
+        PyErr_Clear();
+        result = DECLINE();
+        goto done;
+    }
+    Py_ssize_t body_len = PyBytes_GET_SIZE(v[SM_BODY]);
+    long long total = STORED_FIXED_V4_SIZE + (long long)body_len + 1 + topic_len + 2 + properties_len;
+    if (body_len > INT32_MAX_ || total > INT32_MAX_) {
+        result = DECLINE();
+        goto done;
+    }
+    PyObject *crc_obj = PyObject_CallOneArg(zlib_crc32, v[SM_BODY]);
+    if (crc_obj == NULL) {
+        goto done;
+    }
+    long long crc = 0;
+    int crc_ok = exact_ll(crc_obj, &crc);
+    Py_DECREF(crc_obj);
+    if (!crc_ok) {
+        result = DECLINE();
+        goto done;
+    }
+    result = PyBytes_FromStringAndSize(NULL, (Py_ssize_t)total);
+    if (result == NULL) {
+        goto done;
+    }
+    char *out = PyBytes_AS_STRING(result);
+    put_be32(out, total);
+    put_be32(out + 4, (long long)STORED_V1_MAGIC);
+    put_be32(out + 8, crc & 0x7FFFFFFF);
+    put_be32(out + 12, n[SM_QUEUE_ID]);
+    put_be32(out + 16, n[SM_FLAG]);
+    char *q = put_be64(out + 20, n[SM_QUEUE_OFFSET]);
+    q = put_be64(q, n[SM_COMMIT_LOG_OFFSET]);
+    put_be32(q, n[SM_SYS_FLAG]);
+    q = put_be64(q + 4, n[SM_BORN_TIMESTAMP]);
+    memcpy(q, born_ip, 4);
+    put_be32(q + 4, born_port);
+    q = put_be64(q + 8, n[SM_STORE_TIMESTAMP]);
+    memcpy(q, store_ip, 4);
+    put_be32(q + 4, store_port);
+    put_be32(q + 8, n[SM_RECONSUME_TIMES]);
+    q = put_be64(q + 12, n[SM_PREPARED_OFFSET]);
+    put_be32(q, body_len);
+    q += 4;
+    memcpy(q, PyBytes_AS_STRING(v[SM_BODY]), (size_t)body_len);
+    q += body_len;
+    *q++ = (char)topic_len;
+    memcpy(q, topic, (size_t)topic_len);
+    q += topic_len;
+    put_be16(q, properties_len);
+    memcpy(q + 2, properties, (size_t)properties_len);
+done:
+    for (int i = 0; i < SM_COUNT; i++) {
+        Py_XDECREF(v[i]);
+    }
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 
@@ -2685,6 +2863,7 @@ static PyMethodDef methods[] = {
     {"decode_command", FASTCALL(sp_decode_command), "decode_command(cls, frame, ctx): a RemotingCommand."},
     {"render", FASTCALL(sp_render), "render(header, plan): the header's entries as Java's toString() writes them."},
     {"from_ext", FASTCALL(sp_from_ext), "from_ext(cls, fields, ext, parse_value): a typed header from ext entries."},
+    {"encode_stored", sp_encode_stored, METH_O, "encode_stored(message): a stored message's V1 record."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2728,7 +2907,17 @@ PyInit__speedups(void)
     a_serialize_type = PyUnicode_InternFromString("serialize_type");
     a_plans_cache = PyUnicode_InternFromString("_plans_for_c_cache");
     a_plans = PyUnicode_InternFromString("_plans_for_c");
-    if (WireError == NULL || s_true == NULL || s_false == NULL || s_check == NULL || s_capacity == NULL ||
+    for (int i = 0; i < SM_COUNT; i++) {
+        sm_attrs[i] = PyUnicode_InternFromString(sm_names[i]);
+        if (sm_attrs[i] == NULL) {
+            Py_DECREF(m);
+            return NULL;
+        }
+    }
+    PyObject *zlib = PyImport_ImportModule("zlib");
+    zlib_crc32 = zlib != NULL ? PyObject_GetAttrString(zlib, "crc32") : NULL;
+    Py_XDECREF(zlib);
+    if (WireError == NULL || zlib_crc32 == NULL || s_true == NULL || s_false == NULL || s_check == NULL || s_capacity == NULL ||
         s_name == NULL || empty_tuple == NULL || a_code == NULL || a_language == NULL || a_version == NULL ||
         a_opaque == NULL || a_flag == NULL || a_remark == NULL || a_ext_fields == NULL || a_custom_header == NULL ||
         a_body == NULL || a_serialize_type == NULL || a_plans_cache == NULL || a_plans == NULL ||

@@ -110,6 +110,8 @@ class Speedups(Protocol):
 
     def decode_command(self, cls: type[T], frame: bytes, context: tuple[object, ...], /) -> T | None: ...
 
+    def encode_stored(self, message: object, /) -> bytes | None: ...
+
 
 def _load() -> Speedups | None:
     if os.environ.get("RMQ_NO_SPEEDUPS", "") not in ("", "0"):
@@ -136,6 +138,7 @@ WIRED_MODULES = (
     "rocketmq_wire.header_binary",
     "rocketmq_wire.header_json",
     "rocketmq_wire.command",
+    "rocketmq_wire.message.stored",
 )
 
 

@@ -81,6 +81,18 @@ def _order_permutation(keys: tuple[str, ...], initial_capacity: int | None) -> t
     return tuple(sorted(range(len(keys)), key=lambda i: hashmap_spread(keys[i]) & mask))
 
 
+def items_hashmap_order(
+    mapping: dict[str, str], initial_capacity: int | None = None
+) -> list[tuple[str, str]]:
+    """``mapping``'s items (in insertion order) as a Java ``HashMap`` filled in that order iterates them."""
+    if _c is not None:
+        ordered = _c.items_java_order(mapping, initial_capacity)
+        if ordered is not None:
+            return ordered
+    items = tuple(mapping.items())
+    return [items[i] for i in _order_permutation(tuple(mapping), initial_capacity)]
+
+
 def is_hashmap_order(keys: list[str], initial_capacity: int | None = None) -> bool:
     """Whether ``keys`` (as read off the wire) could be the iteration order of such a map."""
     mask = final_table_size(len(keys), initial_capacity) - 1
@@ -145,12 +157,7 @@ class ExtFields(dict[str, str]):
         self.capacity = capacity
 
     def items_java_order(self) -> list[tuple[str, str]]:
-        if _c is not None:
-            ordered = _c.items_java_order(self, self.capacity)
-            if ordered is not None:
-                return ordered
-        items = tuple(self.items())
-        return [items[i] for i in _order_permutation(tuple(self), self.capacity)]
+        return items_hashmap_order(self, self.capacity)
 
     def copy(self) -> ExtFields:
         return ExtFields(self, capacity=self.capacity)

@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import threading
 import time
 
 from broker.config import BrokerConfig
@@ -216,6 +217,7 @@ class ReplicationMaster:
         self._tasks: set[asyncio.Task[None]] = set()
         self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread = 0
         self.port = 0
 
     # -- lifecycle ----------------------------------------------------------------------------------------
@@ -223,6 +225,7 @@ class ReplicationMaster:
     async def start(self, host: str, port: int) -> int:
         """Listen on the HA port (0: any free one); returns the port bound."""
         self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
         self._server = await asyncio.start_server(self._accept, host, port, reuse_address=True)
         sockets = self._server.sockets
         self.port = int(sockets[0].getsockname()[1]) if sockets else port
@@ -259,9 +262,16 @@ class ReplicationMaster:
     # -- what the store and the broker ask ----------------------------------------------------------------
 
     def _appended(self, end: int) -> None:
-        """Append listener; appends may happen on worker threads, the links live on the loop."""
+        """Append listener, called for every append: cheap when no slave is connected (the common case)
+        and when on the loop's own thread (a send), where waking the links needs no self-pipe write.
+        Appends made on worker threads hand the wake-up to the loop."""
+        if not self.links:
+            return  # a link that connects later reads whatever is stored by then
         loop = self._loop
         if loop is None or loop.is_closed() or self._server is None:
+            return
+        if threading.get_ident() == self._loop_thread:
+            self._wake_links()
             return
         with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(self._wake_links)

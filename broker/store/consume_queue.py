@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import struct
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -159,6 +159,25 @@ class ConsumeQueue:
         target = last if last is not None and not last.is_full else self._files.create_next()
         target.append(_ENTRY.pack(commit_log_offset, size, tags_code))
         return True
+
+    def put_run(self, queue_offset: int, entries: Sequence[tuple[int, int, int]]) -> None:
+        """Record consecutive messages from ``queue_offset`` on: (commit-log offset, size, tag code) each.
+
+        A batch's messages take consecutive offsets of one queue, so they are written with one write when
+        they continue the queue inside its last file; anything else goes entry by entry through :meth:`put`.
+        """
+        last = self._files.last
+        position = queue_offset * CONSUME_QUEUE_ENTRY_SIZE
+        if (
+            last is not None
+            and position == self._files.max_offset
+            and len(entries) * CONSUME_QUEUE_ENTRY_SIZE <= last.remaining
+        ):
+            pack = _ENTRY.pack
+            last.append(b"".join([pack(*entry) for entry in entries]))
+            return
+        for index, (commit_log_offset, size, tags_code) in enumerate(entries):
+            self.put(queue_offset + index, commit_log_offset, size, tags_code)
 
     def _fill_blanks(self, start: int, end: int) -> None:
         position = start

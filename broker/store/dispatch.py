@@ -7,11 +7,13 @@ last one it indexed. Re-dispatching a stretch twice therefore changes nothing.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from broker.store.consume_queue import tag_hash_code
 from broker.store.index_service import IndexService, index_key
 from broker.store.queue_table import QueueTable
-from rocketmq_wire.message import sysflag
-from rocketmq_wire.message.stored import MessageExt
+from rocketmq_wire.message import const, sysflag
+from rocketmq_wire.message.stored import MessageExt, split_keys
 
 #: Half (prepared) and rolled-back transaction messages stay out of consume queues until committed.
 _INVISIBLE = (sysflag.TRANSACTION_PREPARED_TYPE, sysflag.TRANSACTION_ROLLBACK_TYPE)
@@ -27,21 +29,56 @@ class Dispatcher:
         self._queues = queues
         self._index = index
 
+    def dispatch_appended(self, records: Sequence[MessageExt]) -> None:
+        """Dispatch the records one append wrote (``commit_log_offset`` and ``store_size`` set).
+
+        Consecutive records of one queue (a batch) get their consume-queue entries in one write.
+        """
+        if len(records) == 1:
+            record = records[0]
+            self.dispatch(record, record.commit_log_offset, record.store_size)
+            return
+        run: list[tuple[int, int, int]] = []
+        run_queue: tuple[str, int] | None = None
+        run_start = 0
+        for record in records:
+            if is_consumable(record.sys_flag):
+                key = (record.topic, record.queue_id)
+                if key != run_queue or record.queue_offset != run_start + len(run):
+                    self._put_run(run_queue, run_start, run)
+                    run, run_queue, run_start = [], key, record.queue_offset
+                tags = record.properties.get(const.TAGS)
+                run.append((record.commit_log_offset, record.store_size, tag_hash_code(tags)))
+            self._index_record(record, record.commit_log_offset)
+        self._put_run(run_queue, run_start, run)
+
+    def _put_run(self, queue: tuple[str, int] | None, start: int, run: list[tuple[int, int, int]]) -> None:
+        if queue is not None and run:
+            self._queues.get_or_create(*queue).put_run(start, run)
+
     def dispatch(self, message: MessageExt, offset: int, size: int) -> None:
         if is_consumable(message.sys_flag):
             queue = self._queues.get_or_create(message.topic, message.queue_id)
-            queue.put(message.queue_offset, offset, size, tag_hash_code(message.tags))
+            queue.put(message.queue_offset, offset, size, tag_hash_code(message.properties.get(const.TAGS)))
+        self._index_record(message, offset)
+
+    def _index_record(self, message: MessageExt, offset: int) -> None:
+        properties = message.properties
+        sys_flag = message.sys_flag
         index = self._index
         if index is None:
             return
-        if message.sys_flag & sysflag.TRANSACTION_MASK == sysflag.TRANSACTION_ROLLBACK_TYPE:
+        if sys_flag & sysflag.TRANSACTION_MASK == sysflag.TRANSACTION_ROLLBACK_TYPE:
             return
         if offset <= index.last_indexed_offset:
             return
+        topic = message.topic
         keys: list[str] = []
-        unique = message.unique_id
+        unique = properties.get(const.UNIQ_KEY)
         if unique:
-            keys.append(index_key(message.topic, unique))
-        keys.extend(index_key(message.topic, key) for key in message.keys)
+            keys.append(index_key(topic, unique))
+        listed = properties.get(const.KEYS)
+        if listed:
+            keys.extend(index_key(topic, key) for key in split_keys(listed))
         if keys:
             index.put(keys, offset, message.store_timestamp)

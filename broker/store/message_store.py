@@ -400,10 +400,13 @@ class MessageStore:
         them. Whatever the verdict, the messages are stored, as in Apache.
         """
         result, end = self._append(messages)
-        if not result.ok or not self._waits_for_store(messages):
+        config = self.config
+        sync_flush = config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        sync_master = config.broker_role is BrokerRole.SYNC_MASTER
+        if not result.ok or not (sync_flush or sync_master) or not self._waits_for_store(messages):
             return result
-        flush = self._await_flush(end) if self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH else None
-        replica = self._await_replica(end) if self.config.broker_role is BrokerRole.SYNC_MASTER else None
+        flush = self._await_flush(end) if sync_flush else None
+        replica = self._await_replica(end) if sync_master else None
         if flush is not None and replica is not None:
             flushed, replicated = await asyncio.gather(flush, replica)
         else:
@@ -458,6 +461,7 @@ class MessageStore:
             now = self._clock()
             self._begin_time_in_lock = now
             stored: list[MessageExt] = []
+            store_host = self._store_host
 
             def build(offset: int) -> bytes:
                 stored.clear()
@@ -471,13 +475,7 @@ class MessageStore:
                         if queue_offset < 0:
                             queue_offset = self._queues.next_offset(*key)
                         next_offsets[key] = queue_offset + 1
-                    record = dataclasses.replace(
-                        message,
-                        queue_offset=queue_offset,
-                        commit_log_offset=offset,
-                        store_timestamp=now,
-                        store_host=self._store_host or message.store_host,
-                    )
+                    record = message.stored_at(queue_offset, offset, now, store_host or message.store_host)
                     data = encode_stored_message(record)
                     if len(data) > max_size:
                         raise _MessageTooLarge(f"a stored message of {len(data)} bytes exceeds {max_size}")
@@ -506,11 +504,10 @@ class MessageStore:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
             finally:
                 self._lock_released(now)
-            for record in stored:
-                self._dispatcher.dispatch(record, record.commit_log_offset, record.store_size)
+            self._dispatcher.dispatch_appended(stored)
             self._last_store_timestamp = now
             self._reput_offset = self._commit_log.max_offset
-        msg_ids = ",".join(encode_offset_msg_id(r.store_host, r.commit_log_offset) for r in stored)
+        msg_ids = ",".join([encode_offset_msg_id(r.store_host, r.commit_log_offset) for r in stored])
         result = PutMessageResult(
             PutMessageStatus.PUT_OK,
             wrote_offset=offset,

@@ -72,8 +72,20 @@ def offset_msg_id_of(ip: bytes, port: int, offset: int) -> str:
 
 def encode_offset_msg_id(address: str, offset: int) -> str:
     """The offset id of a message stored at ``offset`` by the broker at ``address`` (``"ip:port"``)."""
+    if 0 <= offset <= _MAX_LONG:
+        # A broker writes one per stored message: the address part is the same for all of them.
+        return _offset_id_prefix(address) + format(offset, "016X")
     ip, port = parse_host(address)
     return offset_msg_id_of(ip, port, offset)
+
+
+_MAX_LONG = (1 << 63) - 1
+
+
+@functools.lru_cache(maxsize=1024)
+def _offset_id_prefix(address: str) -> str:
+    ip, port = parse_host(address)
+    return offset_msg_id_of(ip, port, 0)[:-16]
 
 
 def decode_offset_msg_id(msg_id: str) -> OffsetMessageId:

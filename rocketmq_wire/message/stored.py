@@ -14,6 +14,7 @@ import zlib
 from collections.abc import Mapping
 from types import MappingProxyType
 
+from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.compression import compress, compression_type_of, decompress_for_flag
@@ -82,6 +83,39 @@ class MessageExt:
 
     def get_property(self, name: str) -> str | None:
         return self.properties.get(name)
+
+    def stored_at(
+        self, queue_offset: int, commit_log_offset: int, store_timestamp: int, store_host: str
+    ) -> MessageExt:
+        """A copy placed where a store appends it, keeping the decoded properties.
+
+        The store makes one per appended message, so this is ``dataclasses.replace`` without its
+        per-call field walk. Both the original (the waits and the arrival notices) and the copy (its
+        consume-queue and index entries) read the properties, so they are decoded here once and the
+        (immutable) view is shared.
+        """
+        self.properties  # noqa: B018 -- fills the cache the copy shares
+        copy = MessageExt(
+            self.topic,
+            self.body,
+            self.flag,
+            self.properties_string,
+            self.queue_id,
+            queue_offset,
+            commit_log_offset,
+            self.sys_flag,
+            self.born_timestamp,
+            self.born_host,
+            store_timestamp,
+            store_host,
+            self.reconsume_times,
+            self.prepared_transaction_offset,
+            self.body_crc,
+            self.store_size,
+            self.version,
+        )
+        copy._decoded = self._decoded
+        return copy
 
     def with_properties(
         self, properties: Mapping[str, str], flavour: PropertiesFlavour = PropertiesFlavour.V5
@@ -296,6 +330,11 @@ def encode_stored_message(
     CRC and total size are computed; the IPv6 bits of the sysflag are set from the addresses. ``version``
     defaults to what a 5.x broker picks: V2 only for a topic longer than 127 characters.
     """
+    if _c is not None and version is None and not compress_body:
+        # The C version writes the common record (IPv4 hosts, V1) and declines everything else.
+        record = _c.encode_stored(message)
+        if record is not None:
+            return record
     body = message.body
     sys_flag = message.sys_flag
     if compress_body and sys_flag & sysflag.COMPRESSED:

@@ -138,3 +138,41 @@ def test_blank_or_corrupting_user_properties_are_refused(name: str, value: str) 
 def test_sharding_key_and_start_deliver_time_are_not_reserved() -> None:
     validate_user_property(const.SHARDING_KEY, "order-1")
     validate_user_property(const.START_DELIVER_TIME, "1700000000000")
+
+
+def _decode_pair_by_pair(text: str) -> dict[str, str]:
+    """Java's lenient reader, item by item: the behaviour decode_properties' one-pass path must keep."""
+    result: dict[str, str] = {}
+    for item in text.split("\x02"):
+        name, sep, value = item.partition("\x01")
+        if sep and name and value:
+            result[name] = value
+    return result
+
+
+_separated = st.text(st.sampled_from(["a", "b", "é", "\x01", "\x02"]), max_size=24)
+
+
+@given(_separated)
+def test_decode_agrees_with_the_pair_by_pair_reader(text: str) -> None:
+    decoded = decode_properties(text)
+    expected = _decode_pair_by_pair(text)
+    assert decoded == expected
+    assert list(decoded) == list(expected)
+
+
+def _valid_pair(name: str, value: str) -> bool:
+    return bool(name) and "\x01" not in name and "\x02" not in name and "\x02" not in value
+
+
+@given(st.lists(st.tuples(_separated, st.one_of(st.none(), _separated)), max_size=5), _flavours)
+def test_encode_refuses_exactly_the_pairs_that_would_not_read_back(
+    pairs: list[tuple[str, str | None]], flavour: PropertiesFlavour
+) -> None:
+    if all(_valid_pair(name, value) for name, value in pairs if value is not None):
+        text = encode_properties(pairs, flavour)
+        kept = [(name, value) for name, value in pairs if value is not None]
+        assert text.rstrip("\x02") == "\x02".join(f"{name}\x01{value}" for name, value in kept).rstrip("\x02")
+    else:
+        with pytest.raises(CodecError):
+            encode_properties(pairs, flavour)

@@ -44,6 +44,7 @@ from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.headers import ALL_HEADERS, SendMessageRequestHeaderV2
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.message.stored import MessageExt, encode_stored_message
 from tests.golden import load_golden
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -813,6 +814,101 @@ def test_declined_inputs_take_the_reference(impl: str) -> None:
     assert RemotingCommand.decode(cmd.encode()).fields() == {"custom": "yes", "name": "n", "count": "2"}
 
 
+# -- stored messages -------------------------------------------------------------------------------------
+
+_HOSTS = st.one_of(
+    st.builds(
+        "{}.{}.{}.{}:{}".format,
+        *[st.integers(0, 255)] * 4,
+        st.integers(0, 70_000),
+    ),
+    st.sampled_from(
+        [
+            "127.0.0.1:10911",
+            "01.2.3.4:5",
+            "1.2.3.4:010911",
+            " 1.2.3.4:5",
+            "1.2.3:4",
+            "::1:10911",
+            "[fd00::2]:10911",
+            "::ffff:10.0.0.1:80",
+            "1.2.3.4:",
+            "1.2.3.4:\u0661",
+            "host:1",
+        ]
+    ),
+)
+_INT32 = st.one_of(st.integers(-(2**31), 2**31 - 1), st.sampled_from([2**31, -(2**31) - 1]))
+_INT64 = st.one_of(st.integers(-(2**63), 2**63 - 1), st.sampled_from([2**63, True]))
+
+
+@needs_c
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    topic=st.one_of(st.text(min_size=1, max_size=4), st.sampled_from(["T" * 127, "T" * 128, "\u00e9" * 100])),
+    body=st.binary(max_size=64),
+    properties=st.one_of(st.text(max_size=12), st.just("x" * 40_000), st.just("\ud800")),
+    ints32=st.tuples(_INT32, _INT32, st.one_of(_INT32, st.sampled_from([16, 32, 48])), _INT32),
+    ints64=st.tuples(_INT64, _INT64, _INT64, _INT64, _INT64),
+    born_host=_HOSTS,
+    store_host=_HOSTS,
+)
+def test_stored_records_alike(
+    topic: str,
+    body: bytes,
+    properties: str,
+    ints32: tuple[int, int, int, int],
+    ints64: tuple[int, int, int, int, int],
+    born_host: str,
+    store_host: str,
+) -> None:
+    """The C record writer gives the reference's bytes, or declines so that the reference raises."""
+    flag, queue_id, sys_flag, reconsume_times = ints32
+    queue_offset, commit_log_offset, born_timestamp, store_timestamp, prepared = ints64
+    message = MessageExt(
+        topic=topic,
+        body=body,
+        flag=flag,
+        properties_string=properties,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        commit_log_offset=commit_log_offset,
+        sys_flag=sys_flag,
+        born_timestamp=born_timestamp,
+        born_host=born_host,
+        store_timestamp=store_timestamp,
+        store_host=store_host,
+        reconsume_times=reconsume_times,
+        prepared_transaction_offset=prepared,
+    )
+    fast, reference = _both(lambda: encode_stored_message(message))
+    assert fast == reference
+
+
+@needs_c
+def test_stored_record_writer_takes_the_common_message_and_declines_the_rest() -> None:
+    assert accel.speedups is not None
+    message = MessageExt(
+        topic="TopicA",
+        body=b"payload",
+        properties_string="TAGS\x01a\x02UNIQ_KEY\x01b\x02",
+        born_host="10.0.0.7:51234",
+        store_host="10.0.0.1:10911",
+        queue_offset=7,
+        commit_log_offset=1 << 33,
+    )
+    record = accel.speedups.encode_stored(message)
+    with accel.pure_python():
+        assert record == encode_stored_message(message)
+    for unusual in (
+        dataclasses.replace(message, store_host="[fd00::1]:10911"),
+        dataclasses.replace(message, topic="T" * 128),
+        dataclasses.replace(message, queue_id=1 << 31),
+        dataclasses.replace(message, body=bytearray(b"x")),  # type: ignore[arg-type]
+    ):
+        assert accel.speedups.encode_stored(unusual) is None
+
+
 # -- leaks -----------------------------------------------------------------------------------------------
 
 
@@ -833,6 +929,8 @@ def test_no_memory_grows_over_many_calls() -> None:
         struct.pack(">II", 4 + len(binary), (1 << 24) | len(binary)) + binary,
     ]
     too_big = RemotingCommand(code=1 << 20, serialize_type=SerializeType.ROCKETMQ)
+    stored = MessageExt(topic="T", body=b"x" * 100, properties_string="TAGS\x01a", born_host="1.2.3.4:5")
+    declined = dataclasses.replace(stored, store_host="[::1]:5")
 
     def work(rounds: int) -> None:
         for _ in range(rounds):
@@ -843,6 +941,8 @@ def test_no_memory_grows_over_many_calls() -> None:
                     RemotingCommand.decode(frame)
             with pytest.raises(CodecError):
                 too_big.encode()
+            encode_stored_message(stored)
+            encode_stored_message(declined)
 
     work(200)  # warm caches and allocator pools
     before = _rss_kib()

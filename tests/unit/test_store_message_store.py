@@ -141,6 +141,33 @@ def test_batch_gets_consecutive_queue_offsets_and_joined_ids(store: MessageStore
     assert bodies(got.body) == [b"x0", b"x1", b"x2", b"x3"]
 
 
+def test_batches_cross_consume_queue_files_and_interleave_queues(store: MessageStore) -> None:
+    """A batch's consume-queue entries go in one write where they fit the queue's last file; batches that
+    cross a file end (50 entries a file here) or mix queues and tags must read back entry for entry."""
+    sent: dict[int, list[bytes]] = {0: [], 1: []}
+    for round_ in range(9):
+        # 7 + 11 entries a round: the runs of queue 0 end off the 50-entry file boundaries
+        batch = [message(queue_id=0, body=b"a%d-%d" % (round_, i), tags=f"t{i % 3}") for i in range(7)]
+        batch += [message(queue_id=1, body=b"b%d-%d" % (round_, i)) for i in range(11)]
+        if round_ % 2:
+            batch.insert(3, message(queue_id=1, body=b"c%d" % round_))  # queue 1 interrupts queue 0's run
+        result = store.put_messages(batch)
+        assert result.status is PutMessageStatus.PUT_OK
+        for m in batch:
+            sent[m.queue_id].append(m.body)
+    for queue_id, expected in sent.items():
+        got = store.get_messages("TopicA", queue_id, 0, 1000)
+        decoded = decode_messages(got.body)
+        assert [m.body for m in decoded] == expected
+        assert [m.queue_offset for m in decoded] == list(range(len(expected)))
+        for m in decoded:
+            entry = store.get_commit_log_offset("TopicA", queue_id, m.queue_offset)
+            assert entry == m.commit_log_offset
+    tagged = store.get_messages("TopicA", 0, 0, 1000, tag_filter={tag_hash_code("t1")})
+    assert [m.body for m in decode_messages(tagged.body)] == [b for b in sent[0] if int(b.split(b"-")[1]) % 3 == 1]
+    assert len(list((store.root / "consumequeue" / "TopicA" / "0").iterdir())) == 2
+
+
 def test_statuses_of_out_of_range_offsets(store: MessageStore) -> None:
     assert store.get_messages("Nope", 0, 0).status is GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
     for i in range(5):
