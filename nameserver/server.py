@@ -19,7 +19,6 @@ from nameserver.kvconfig import KVConfigManager
 from nameserver.processor import NamesrvProcessor
 from nameserver.profile import DEFAULT_PROFILE, ApacheProfile
 from nameserver.route_table import RouteInfoManager
-from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.transport.connection import Connection
 from rocketmq_wire.transport.server import RemotingServer
 from rocketmq_wire.transport.tls import TlsConfig, TlsMode
@@ -58,8 +57,9 @@ class NameServer:
         # Apache's TLS settings; None serves plain connections only (what tests and embedding want).
         mode, context = tls.listener() if tls is not None else (TlsMode.DISABLED, None)
         self.remoting = RemotingServer(host, port, ssl=context, tls_mode=mode)
+        # Every NameServer request is a table lookup or update that never waits: answered inline.
         for code in self.processor.handlers:
-            self.remoting.register(code, self._handle)
+            self.remoting.register_inline(code, self.processor.process)
         self.remoting.on_connection_closed(self._connection_closed)
         self._scanner: asyncio.Task[None] | None = None
 
@@ -114,9 +114,6 @@ class NameServer:
             if isinstance(channel, Connection):
                 channel.close("broker registration expired")
         return len(channels)
-
-    async def _handle(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
-        return self.processor.process(request, conn)
 
     def _connection_closed(self, conn: Connection) -> None:
         if self.routes.on_channel_destroy(conn):

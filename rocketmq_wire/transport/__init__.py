@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rocketmq_wire.transport.client import DEFAULT_CONNECT_TIMEOUT_MS, RemotingClient
     from rocketmq_wire.transport.connection import Connection
-    from rocketmq_wire.transport.dispatch import Handler, RequestDispatcher, RequestGate
+    from rocketmq_wire.transport.dispatch import Handler, InlineHandler, RequestDispatcher, RequestGate
     from rocketmq_wire.transport.errors import (
         RemotingClosedError,
         RemotingConnectError,
@@ -33,6 +33,7 @@ _EXPORTS = {
     "RemotingClient": "rocketmq_wire.transport.client",
     "Connection": "rocketmq_wire.transport.connection",
     "Handler": "rocketmq_wire.transport.dispatch",
+    "InlineHandler": "rocketmq_wire.transport.dispatch",
     "RequestDispatcher": "rocketmq_wire.transport.dispatch",
     "RequestGate": "rocketmq_wire.transport.dispatch",
     "RemotingClosedError": "rocketmq_wire.transport.errors",
@@ -52,6 +53,7 @@ __all__ = [
     "Connection",
     "ConnectionListener",
     "Handler",
+    "InlineHandler",
     "OpaqueCounter",
     "RemotingClient",
     "RemotingClosedError",

@@ -11,7 +11,11 @@ Behaviour that Java peers rely on, mirrored here:
 * a oneway request never gets an answer, not even an error;
 * a handler returning ``None`` sends nothing: it may answer later with :meth:`Connection.send_response`.
 
-Each request runs in its own task, so a slow handler does not hold up the connection. Handlers registered
+Each request runs in its own task, so a slow handler does not hold up the connection. A handler that never
+waits (a NameServer's table lookups) may be registered *inline* instead: it is a plain function called as the
+request arrives, its answer written at once, which saves the task, its scheduling and its bookkeeping on
+every request. While the connection's writes are backed up, an inline request takes the task path, so it
+waits for the peer to read as the others do. Handlers registered
 with ``ordered=True`` instead run one at a time, in arrival order, per connection (all ordered codes of one
 connection share that lane). A connection whose peer keeps more than ``max_in_flight`` requests unfinished
 stops being read until it drops back to half that, which bounds the tasks and buffered answers one peer costs.
@@ -43,6 +47,9 @@ logger = logging.getLogger("rocketmq_wire.transport")
 
 #: ``async def handler(request, conn) -> response or None``.
 Handler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
+
+#: ``def handler(request, conn) -> response or None``, run inline: it must not block.
+InlineHandler = Callable[[RemotingCommand, Connection], RemotingCommand | None]
 
 DEFAULT_MAX_IN_FLIGHT = 4096
 
@@ -77,6 +84,8 @@ class _Registration:
     handler: Handler
     ordered: bool
     gate: RequestGate | None = None
+    #: The plain function of an inline registration (``handler`` then wraps it for the task path).
+    inline: InlineHandler | None = None
 
 
 @dataclass(slots=True)
@@ -138,6 +147,14 @@ class RequestDispatcher:
         refuses) each request of that code on arrival and again when its handler is about to start."""
         self._handlers[int(code)] = _Registration(handler, ordered, gate)
 
+    def register_inline(self, code: int, handler: InlineHandler) -> None:
+        """Route ``code`` to a handler that answers without waiting, run as the request arrives."""
+
+        async def as_task(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+            return handler(request, conn)
+
+        self._handlers[int(code)] = _Registration(as_task, False, None, handler)
+
     def unregister(self, code: int) -> None:
         """Stop serving ``code``: it is answered REQUEST_CODE_NOT_SUPPORTED again (a client whose last
         producer or consumer that served it has left)."""
@@ -160,6 +177,10 @@ class RequestDispatcher:
         registration = self._handlers.get(request.code, self._default)
         if registration is None:
             self._reject_unsupported(request, conn)
+            return
+        inline = registration.inline
+        if inline is not None and not conn.writing_paused:
+            self._run_inline(inline, request, conn)
             return
         arrived_at = 0.0
         gate = registration.gate
@@ -292,30 +313,28 @@ class RequestDispatcher:
             if response is None:
                 response = await job.registration.handler(request, conn)
         except Exception as exc:
-            logger.exception(
-                "handler for request code %d (opaque %d) from %s failed",
-                request.code,
-                request.opaque,
-                conn.remote_address,
-            )
-            if request.is_oneway:
-                return
-            response = request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
-        if response is None:
+            response = _failure_answer(request, conn, exc)
+        if not _addressed(request, response, conn):
             return
-        if request.is_oneway:
-            logger.debug(
-                "dropping the answer to oneway request code %d from %s", request.code, conn.remote_address
-            )
-            return
-        response.opaque = request.opaque
-        response.serialize_type = request.serialize_type
+        assert response is not None
         try:
             await conn.send_response(response)
         except RemotingClosedError as exc:
-            logger.debug(
-                "cannot answer request code %d (opaque %d): %s", request.code, request.opaque, exc.reason
-            )
+            _undeliverable(request, exc)
+
+    @staticmethod
+    def _run_inline(handler: InlineHandler, request: RemotingCommand, conn: Connection) -> None:
+        try:
+            response = handler(request, conn)
+        except Exception as exc:
+            response = _failure_answer(request, conn, exc)
+        if not _addressed(request, response, conn):
+            return
+        assert response is not None
+        try:
+            conn.send_response_nowait(response)
+        except RemotingClosedError as exc:
+            _undeliverable(request, exc)
 
     def _reject_unsupported(self, request: RemotingCommand, conn: Connection) -> None:
         remark = f" request type {request.code} not supported"
@@ -326,3 +345,35 @@ class RequestDispatcher:
             conn.send_response_nowait(request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
         except RemotingClosedError:
             pass
+
+
+def _failure_answer(request: RemotingCommand, conn: Connection, exc: Exception) -> RemotingCommand | None:
+    """Log a handler's exception; Java's SYSTEM_ERROR answer for it (none for a oneway)."""
+    logger.exception(
+        "handler for request code %d (opaque %d) from %s failed",
+        request.code,
+        request.opaque,
+        conn.remote_address,
+        exc_info=exc,
+    )
+    if request.is_oneway:
+        return None
+    return request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
+
+
+def _addressed(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> bool:
+    """Whether ``response`` is to be sent; if so it now carries the request's opaque and serialize type."""
+    if response is None:
+        return False
+    if request.is_oneway:
+        logger.debug(
+            "dropping the answer to oneway request code %d from %s", request.code, conn.remote_address
+        )
+        return False
+    response.opaque = request.opaque
+    response.serialize_type = request.serialize_type
+    return True
+
+
+def _undeliverable(request: RemotingCommand, exc: RemotingClosedError) -> None:
+    logger.debug("cannot answer request code %d (opaque %d): %s", request.code, request.opaque, exc.reason)

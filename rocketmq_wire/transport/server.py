@@ -19,7 +19,13 @@ from types import TracebackType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.framing import MAX_FRAME_SIZE
 from rocketmq_wire.transport.connection import Connection
-from rocketmq_wire.transport.dispatch import DEFAULT_MAX_IN_FLIGHT, Handler, RequestDispatcher, RequestGate
+from rocketmq_wire.transport.dispatch import (
+    DEFAULT_MAX_IN_FLIGHT,
+    Handler,
+    InlineHandler,
+    RequestDispatcher,
+    RequestGate,
+)
 from rocketmq_wire.transport.listeners import ConnectionListener, ConnectionListeners
 from rocketmq_wire.transport.opaque import OpaqueCounter
 from rocketmq_wire.transport.tls import TLS_HANDSHAKE_BYTE, TlsMode
@@ -84,6 +90,11 @@ class RemotingServer:
         ``gate`` (see :class:`~rocketmq_wire.transport.dispatch.RequestGate`) may refuse a request as it
         arrives or, instead of running ``handler``, when its turn comes."""
         self._dispatcher.register(code, handler, ordered=ordered, gate=gate)
+
+    def register_inline(self, code: int, handler: InlineHandler) -> None:
+        """Serve ``code`` with a plain function that answers without waiting, run as each request arrives
+        (no task per request); see :mod:`~rocketmq_wire.transport.dispatch`."""
+        self._dispatcher.register_inline(code, handler)
 
     def register_default(self, handler: Handler | None, *, ordered: bool = False) -> None:
         """Serve every code without its own handler (instead of answering REQUEST_CODE_NOT_SUPPORTED)."""
