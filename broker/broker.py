@@ -16,7 +16,7 @@ from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any
 
-from broker.acl import PlainAclManager, acl_guarded
+from broker.acl import PlainAclManager, acl_guarded, acl_guarded_inline
 from broker.clients import ConsumerManager, ProducerManager
 from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig
@@ -40,7 +40,7 @@ from broker.processors.broker_admin import (
     UpdateBrokerConfigProcessor,
 )
 from broker.processors.client_manage import HeartbeatProcessor, UnregisterClientProcessor
-from broker.processors.common import Handler, guarded
+from broker.processors.common import AnswersInline, Handler, guarded, guarded_inline
 from broker.processors.consumer_admin import (
     GetConsumerConnectionListProcessor,
     GetConsumeStatsProcessor,
@@ -369,7 +369,14 @@ class Broker:
             if self.acl is not None:  # checked before the handler; with ACL off the path is unchanged
                 wrapped = acl_guarded(wrapped, self.acl)
             self._handlers[code] = (wrapped, gate)  # the VIP channel serves them too
-            self.server.register(code, wrapped, gate=gate)
+            if isinstance(handler, AnswersInline) and gate is None:
+                # A handler that never waits, on the hot path: answered as the request arrives (no task).
+                answer_now = guarded_inline(handler.answer_now)
+                if self.acl is not None:
+                    answer_now = acl_guarded_inline(answer_now, self.acl)
+                self.server.register_inline(code, answer_now)
+            else:
+                self.server.register(code, wrapped, gate=gate)
 
     def _start_chores(self) -> None:
         config = self.config

@@ -12,7 +12,7 @@ Modules, each one concern:
 """
 
 from broker.acl.errors import AclError
-from broker.acl.hook import acl_guarded
+from broker.acl.hook import acl_guarded, acl_guarded_inline
 from broker.acl.manager import PlainAclManager
 from broker.acl.plain_file import AccountConfig
 from broker.acl.rules import AclRules
@@ -23,4 +23,5 @@ __all__ = [
     "AclRules",
     "PlainAclManager",
     "acl_guarded",
+    "acl_guarded_inline",
 ]

@@ -16,7 +16,7 @@ import logging
 
 from broker.acl.errors import AclError
 from broker.acl.manager import PlainAclManager
-from broker.processors.common import Handler
+from broker.processors.common import Handler, InlineHandler
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.transport import Connection
@@ -29,13 +29,32 @@ def acl_guarded(handler: Handler, manager: PlainAclManager) -> Handler:
 
     @functools.wraps(handler)
     async def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        try:
-            manager.check(request, conn.remote_address)
-        except AclError as exc:
-            log.warning("refused request code %d from %s: %s", request.code, conn.remote_address, exc.message)
-            if request.is_oneway:
-                return None
-            return request.make_response(ResponseCode.SYSTEM_ERROR, exc.remark())
-        return await handler(request, conn)
+        refused, answer = _check(request, conn, manager)
+        return answer if refused else await handler(request, conn)
 
     return run
+
+
+def acl_guarded_inline(handler: InlineHandler, manager: PlainAclManager) -> InlineHandler:
+    """:func:`acl_guarded` for a handler registered inline."""
+
+    @functools.wraps(handler)
+    def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        refused, answer = _check(request, conn, manager)
+        return answer if refused else handler(request, conn)
+
+    return run
+
+
+def _check(
+    request: RemotingCommand, conn: Connection, manager: PlainAclManager
+) -> tuple[bool, RemotingCommand | None]:
+    """(refused, the answer to a refused request: none for a oneway)."""
+    try:
+        manager.check(request, conn.remote_address)
+    except AclError as exc:
+        log.warning("refused request code %d from %s: %s", request.code, conn.remote_address, exc.message)
+        if request.is_oneway:
+            return True, None
+        return True, request.make_response(ResponseCode.SYSTEM_ERROR, exc.remark())
+    return False, None

@@ -24,6 +24,7 @@ from broker.config import BrokerConfig
 from broker.ha.protocol import HAProtocolError, ReportReader, encode_header
 from broker.ha.rate import RateMeter
 from broker.store import MessageStore
+from broker.store.waiting import settle, wait_settled
 
 log = logging.getLogger("broker.ha.master")
 
@@ -35,11 +36,6 @@ _IDLE_POLL_S = 1.0
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-def _settle(future: asyncio.Future[bool], value: bool) -> None:
-    if not future.done():
-        future.set_result(value)
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -84,7 +80,7 @@ class SlaveLink:
     def wake(self) -> None:
         """New commit-log bytes exist: stop waiting for them."""
         if self._data_ready is not None:
-            _settle(self._data_ready, True)
+            settle(self._data_ready, True)
 
     def stop(self) -> None:
         """End the link (the master is closing); :meth:`run` then returns."""
@@ -196,11 +192,7 @@ class SlaveLink:
                 await self._writer.drain()
                 continue
             wait_s = min(_IDLE_POLL_S, (config.ha_send_heartbeat_interval - idle + 1) / 1000)
-            timer = loop.call_later(wait_s, _settle, self._data_ready, False)
-            try:
-                await self._data_ready
-            finally:
-                timer.cancel()
+            await wait_settled(self._data_ready, wait_s)
 
 
 class ReplicationMaster:
@@ -294,15 +286,10 @@ class ReplicationMaster:
         if self.push_max_offset >= offset:
             return True
         self._wake_links()
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[bool] = loop.create_future()
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
         self._waiters.append((offset, future))
-        timer = loop.call_later(timeout_s, _settle, future, False)
-        try:
-            if await future:
-                return True
-        finally:
-            timer.cancel()
+        if await wait_settled(future, timeout_s):
+            return True
         self._waiters = [entry for entry in self._waiters if entry[1] is not future]
         log.warning("no slave acknowledged offset %d within %.1f s", offset, timeout_s)
         return self.push_max_offset >= offset

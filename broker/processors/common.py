@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections.abc import Awaitable, Callable
-from typing import TypeVar
+from typing import Protocol, TypeVar, runtime_checkable
 
 from rocketmq_wire import CodecError, RemotingCommand, ResponseCode
 from rocketmq_wire.headers.base import CommandHeader
@@ -25,6 +25,15 @@ H = TypeVar("H", bound=CommandHeader)
 _JAVA_HEADER_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 
 Handler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
+#: A handler that answers without waiting (``None``: no answer now), run inline by the transport.
+InlineHandler = Callable[[RemotingCommand, Connection], RemotingCommand | None]
+
+
+@runtime_checkable
+class AnswersInline(Protocol):
+    """A processor that answers without ever waiting: the broker registers :meth:`answer_now` inline."""
+
+    def answer_now(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None: ...
 
 
 class BadRequest(Exception):
@@ -56,17 +65,31 @@ def guarded(handler: Handler) -> Handler:
         try:
             return await handler(request, conn)
         except BadRequest as exc:
-            log.warning(
-                "bad request code %d from %s: %s",
-                request.code,
-                conn.remote_address,
-                exc.remark.splitlines()[0],
-            )
-            if request.is_oneway:
-                return None
-            return request.make_response(exc.code, exc.remark)
+            return _refused(request, conn, exc)
 
     return run
+
+
+def guarded_inline(handler: InlineHandler) -> InlineHandler:
+    """:func:`guarded` for a handler that answers without waiting (registered inline)."""
+
+    @functools.wraps(handler)
+    def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        try:
+            return handler(request, conn)
+        except BadRequest as exc:
+            return _refused(request, conn, exc)
+
+    return run
+
+
+def _refused(request: RemotingCommand, conn: Connection, exc: BadRequest) -> RemotingCommand | None:
+    log.warning(
+        "bad request code %d from %s: %s", request.code, conn.remote_address, exc.remark.splitlines()[0]
+    )
+    if request.is_oneway:
+        return None
+    return request.make_response(exc.code, exc.remark)
 
 
 def response(

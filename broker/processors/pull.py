@@ -50,6 +50,11 @@ class PullMessageProcessor:
         self._broker = broker
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        return self.answer_now(request, conn)
+
+    def answer_now(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        """A pull never waits here: it is answered from the store or held (``None``), so the broker serves
+        it inline."""
         return self.process(request, conn, allow_suspend=True)
 
     def process(

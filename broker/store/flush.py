@@ -16,6 +16,8 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Executor
 
+from broker.store.waiting import wait_settled
+
 log = logging.getLogger("broker.store.flush")
 
 
@@ -42,12 +44,12 @@ class GroupCommitService:
         self._waiters.append((offset, future))
         if self._worker is None or self._worker.done():
             self._worker = asyncio.create_task(self._run(), name="store-group-commit")
-        try:
-            return await asyncio.wait_for(asyncio.shield(future), timeout)
-        except TimeoutError:
+        if await wait_settled(future, timeout):
+            return True
+        if self._flushed() < offset:
             log.warning("fsync did not reach offset %d within %.1f s", offset, timeout)
-            self._waiters = [(o, f) for o, f in self._waiters if f is not future]
-            return False
+        self._waiters = [(o, f) for o, f in self._waiters if f is not future]
+        return self._flushed() >= offset
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
