@@ -308,6 +308,10 @@ class SendMessageProcessor:
         sys_flag = int(header.sys_flag or 0)
         if topic_config.topic_filter_type == "MULTI_TAG":
             sys_flag |= sysflag.MULTI_TAGS
+        born_timestamp = int(header.born_timestamp or 0)
+        born_host = conn.remote_address
+        store_host = config.store_host
+        reconsume_times = int(header.reconsume_times or 0)
         messages = [
             MessageExt(
                 topic=topic,
@@ -316,10 +320,10 @@ class SendMessageProcessor:
                 properties_string=merge_batch_properties(entry.properties_string, batch_string),
                 queue_id=queue_id,
                 sys_flag=sys_flag,
-                born_timestamp=int(header.born_timestamp or 0),
-                born_host=conn.remote_address,
-                store_host=config.store_host,
-                reconsume_times=int(header.reconsume_times or 0),
+                born_timestamp=born_timestamp,
+                born_host=born_host,
+                store_host=store_host,
+                reconsume_times=reconsume_times,
             )
             for entry in entries
         ]

@@ -30,9 +30,10 @@ class Dispatcher:
         self._index = index
 
     def dispatch_appended(self, records: Sequence[MessageExt]) -> None:
-        """Dispatch the records one append wrote (``commit_log_offset`` and ``store_size`` set).
+        """Dispatch the records one append wrote (``commit_log_offset`` and ``store_size`` set), in order.
 
-        Consecutive records of one queue (a batch) get their consume-queue entries in one write.
+        Consecutive records of one queue (a batch) get their consume-queue entries in one write, and the
+        index takes all their keys in one call.
         """
         if len(records) == 1:
             record = records[0]
@@ -41,6 +42,10 @@ class Dispatcher:
         run: list[tuple[int, int, int]] = []
         run_queue: tuple[str, int] | None = None
         run_start = 0
+        index = self._index
+        # Records come in commit-log order, so one look at where the index stands serves them all.
+        last_indexed = index.last_indexed_offset if index is not None else None
+        keys: list[tuple[str, int, int]] = []
         for record in records:
             if is_consumable(record.sys_flag):
                 key = (record.topic, record.queue_id)
@@ -49,8 +54,11 @@ class Dispatcher:
                     run, run_queue, run_start = [], key, record.queue_offset
                 tags = record.properties.get(const.TAGS)
                 run.append((record.commit_log_offset, record.store_size, tag_hash_code(tags)))
-            self._index_record(record, record.commit_log_offset)
+            if last_indexed is not None:
+                _index_keys(record, record.commit_log_offset, last_indexed, keys)
         self._put_run(run_queue, run_start, run)
+        if index is not None and keys:
+            index.put_entries(keys)
 
     def _put_run(self, queue: tuple[str, int] | None, start: int, run: list[tuple[int, int, int]]) -> None:
         if queue is not None and run:
@@ -60,25 +68,26 @@ class Dispatcher:
         if is_consumable(message.sys_flag):
             queue = self._queues.get_or_create(message.topic, message.queue_id)
             queue.put(message.queue_offset, offset, size, tag_hash_code(message.properties.get(const.TAGS)))
-        self._index_record(message, offset)
-
-    def _index_record(self, message: MessageExt, offset: int) -> None:
-        properties = message.properties
-        sys_flag = message.sys_flag
         index = self._index
-        if index is None:
-            return
-        if sys_flag & sysflag.TRANSACTION_MASK == sysflag.TRANSACTION_ROLLBACK_TYPE:
-            return
-        if offset <= index.last_indexed_offset:
-            return
-        topic = message.topic
-        keys: list[str] = []
-        unique = properties.get(const.UNIQ_KEY)
-        if unique:
-            keys.append(index_key(topic, unique))
-        listed = properties.get(const.KEYS)
-        if listed:
-            keys.extend(index_key(topic, key) for key in split_keys(listed))
-        if keys:
-            index.put(keys, offset, message.store_timestamp)
+        if index is not None:
+            keys: list[tuple[str, int, int]] = []
+            _index_keys(message, offset, index.last_indexed_offset, keys)
+            if keys:
+                index.put_entries(keys)
+
+
+def _index_keys(message: MessageExt, offset: int, last_indexed: int, out: list[tuple[str, int, int]]) -> None:
+    """Add the index entries of a record at ``offset`` to ``out``: none for a rolled-back transaction
+    message, or for a record the index already covers (a re-dispatch)."""
+    rolled_back = message.sys_flag & sysflag.TRANSACTION_MASK == sysflag.TRANSACTION_ROLLBACK_TYPE
+    if offset <= last_indexed or rolled_back:
+        return
+    properties = message.properties
+    topic = message.topic
+    timestamp = message.store_timestamp
+    unique = properties.get(const.UNIQ_KEY)
+    if unique:
+        out.append((index_key(topic, unique), offset, timestamp))
+    listed = properties.get(const.KEYS)
+    if listed:
+        out.extend((index_key(topic, key), offset, timestamp) for key in split_keys(listed))

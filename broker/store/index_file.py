@@ -18,6 +18,7 @@ import logging
 import mmap
 import os
 import struct
+from collections.abc import Sequence
 from pathlib import Path
 
 from rocketmq_wire.javahash import java_string_hash
@@ -124,32 +125,43 @@ class IndexFile:
 
     def put(self, keys: list[str], phy_offset: int, store_timestamp: int) -> int:
         """Index one message under each of ``keys``; returns how many fitted before the file filled up."""
+        return self.put_entries([(key, phy_offset, store_timestamp) for key in keys])
+
+    def put_entries(self, entries: Sequence[tuple[str, int, int]]) -> int:
+        """Index (key, commit-log offset, store timestamp) entries in order; returns how many fitted before
+        the file filled up. The header is written once for all of them (a batch's messages)."""
         written = 0
-        for key in keys:
-            if self.is_full:
+        index_map = self._map
+        slot_count = self.slot_count
+        entries_base = HEADER_SIZE + slot_count * SLOT_SIZE
+        count = self.count
+        room = self.entry_count - count
+        for key, phy_offset, store_timestamp in entries:
+            if written >= room:
                 break
             key_hash = index_key_hash(key)
-            slot_position = HEADER_SIZE + (key_hash % self.slot_count) * SLOT_SIZE
-            (head,) = SLOT.unpack_from(self._map, slot_position)
-            if head <= 0 or head > self.count:
+            slot_position = HEADER_SIZE + (key_hash % slot_count) * SLOT_SIZE
+            (head,) = SLOT.unpack_from(index_map, slot_position)
+            if head <= 0 or head > count:
                 head = 0
-            if self.count <= 1:
+            if count <= 1:
                 self.begin_phy_offset = phy_offset
                 self.begin_timestamp = store_timestamp
             if self.begin_timestamp <= 0:
                 time_diff = 0
             else:
                 time_diff = min(max((store_timestamp - self.begin_timestamp) // 1000, 0), _MAX_INT)
-            entry_position = HEADER_SIZE + self.slot_count * SLOT_SIZE + self.count * ENTRY_SIZE
-            ENTRY.pack_into(self._map, entry_position, key_hash, phy_offset, time_diff, head)
-            SLOT.pack_into(self._map, slot_position, self.count)
+            entry_position = entries_base + count * ENTRY_SIZE
+            ENTRY.pack_into(index_map, entry_position, key_hash, phy_offset, time_diff, head)
+            SLOT.pack_into(index_map, slot_position, count)
             if head == 0:
                 self.used_slots += 1
-            self.count += 1
+            count += 1
             self.end_phy_offset = phy_offset
             self.end_timestamp = store_timestamp
             written += 1
         if written:
+            self.count = count
             self._write_header()
         return written
 

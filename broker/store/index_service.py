@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from broker.store.index_file import IndexFile
@@ -89,10 +89,14 @@ class IndexService:
 
     def put(self, keys: list[str], phy_offset: int, store_timestamp: int) -> None:
         """Index one message under the given full keys (``topic#key``)."""
-        remaining = keys
+        self.put_entries([(key, phy_offset, store_timestamp) for key in keys])
+
+    def put_entries(self, entries: Sequence[tuple[str, int, int]]) -> None:
+        """Index (full key, commit-log offset, store timestamp) entries, in commit-log order."""
+        remaining = entries
         while remaining:
             index = self._writable_file()
-            written = index.put(remaining, phy_offset, store_timestamp)
+            written = index.put_entries(remaining)
             remaining = remaining[written:]
 
     def _writable_file(self) -> IndexFile:

@@ -314,11 +314,11 @@ class RequestDispatcher:
                 response = await job.registration.handler(request, conn)
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
-        if not _addressed(request, response, conn):
+        answer = _addressed(request, response, conn)
+        if answer is None:
             return
-        assert response is not None
         try:
-            await conn.send_response(response)
+            await conn.send_response(answer)
         except RemotingClosedError as exc:
             _undeliverable(request, exc)
 
@@ -328,11 +328,11 @@ class RequestDispatcher:
             response = handler(request, conn)
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
-        if not _addressed(request, response, conn):
+        answer = _addressed(request, response, conn)
+        if answer is None:
             return
-        assert response is not None
         try:
-            conn.send_response_nowait(response)
+            conn.send_response_nowait(answer)
         except RemotingClosedError as exc:
             _undeliverable(request, exc)
 
@@ -361,18 +361,20 @@ def _failure_answer(request: RemotingCommand, conn: Connection, exc: Exception) 
     return request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
 
 
-def _addressed(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> bool:
-    """Whether ``response`` is to be sent; if so it now carries the request's opaque and serialize type."""
+def _addressed(
+    request: RemotingCommand, response: RemotingCommand | None, conn: Connection
+) -> RemotingCommand | None:
+    """``response`` with the request's opaque and serialize type, or None when nothing is to be sent."""
     if response is None:
-        return False
+        return None
     if request.is_oneway:
         logger.debug(
             "dropping the answer to oneway request code %d from %s", request.code, conn.remote_address
         )
-        return False
+        return None
     response.opaque = request.opaque
     response.serialize_type = request.serialize_type
-    return True
+    return response
 
 
 def _undeliverable(request: RemotingCommand, exc: RemotingClosedError) -> None:

@@ -301,6 +301,30 @@ def test_index_rolls_into_new_files(tmp_path: Path) -> None:
         assert len(store.query_messages("TopicA", "k", 64).messages) == 40
 
 
+def test_batches_index_as_single_puts_do_across_index_files(tmp_path: Path) -> None:
+    """A batch's keys go to the index in one call, which may fill a file mid-batch: the files written must
+    be byte for byte those of the same messages put one at a time, and every key must be found."""
+    config = StoreConfig(commit_log_segment_size=SEGMENT, max_hash_slot_num=8, max_index_num=10)
+    clock = FakeClock()
+
+    def batch(i: int) -> list[MessageExt]:
+        return [message(body=b"%d-%d" % (i, j), keys=f"k{j % 2} all", uniq=f"U{i}-{j}") for j in range(7)]
+
+    with MessageStore(tmp_path / "batched", config, clock=clock) as store:
+        for i in range(5):
+            assert store.put_messages(batch(i)).status is PutMessageStatus.PUT_OK
+        assert len(store.query_messages("TopicA", "all", 64).messages) == 35
+        assert bodies(store.query_messages("TopicA", "U3-4", 4, unique_key=True).body) == [b"3-4"]
+    with MessageStore(tmp_path / "single", config, clock=clock) as store:
+        for i in range(5):
+            for m in batch(i):
+                store.put_message(m)
+    batched = sorted((tmp_path / "batched" / "index").iterdir())
+    single = sorted((tmp_path / "single" / "index").iterdir())
+    assert len(batched) == len(single) >= 10
+    assert [f.read_bytes() for f in batched] == [f.read_bytes() for f in single]
+
+
 def test_half_transaction_messages_stay_out_of_consume_queues(store: MessageStore) -> None:
     prepared = store.put_message(message(body=b"half", sys_flag=sysflag.TRANSACTION_PREPARED_TYPE))
     normal = store.put_message(message(body=b"normal"))
