@@ -268,9 +268,22 @@ def test_unencodable_messages_are_codec_errors(changes: dict[str, object], match
 def test_stored_at_is_replace_of_the_placement_fields() -> None:
     """stored_at copies field by field for speed: a field added to MessageExt must be copied there too."""
     original = MessageExt(
-        topic="T", body=b"b", flag=3, properties_string="TAGS\x01x", queue_id=2, queue_offset=1,
-        commit_log_offset=9, sys_flag=8, born_timestamp=11, born_host="1.2.3.4:5", store_timestamp=12,
-        store_host="6.7.8.9:10", reconsume_times=4, prepared_transaction_offset=13, body_crc=14, store_size=15,
+        topic="T",
+        body=b"b",
+        flag=3,
+        properties_string="TAGS\x01x",
+        queue_id=2,
+        queue_offset=1,
+        commit_log_offset=9,
+        sys_flag=8,
+        born_timestamp=11,
+        born_host="1.2.3.4:5",
+        store_timestamp=12,
+        store_host="6.7.8.9:10",
+        reconsume_times=4,
+        prepared_transaction_offset=13,
+        body_crc=14,
+        store_size=15,
         version=MessageVersion.V2,
     )
     copy = original.stored_at(21, 22, 23, "9.9.9.9:9")

@@ -164,7 +164,9 @@ def test_batches_cross_consume_queue_files_and_interleave_queues(store: MessageS
             entry = store.get_commit_log_offset("TopicA", queue_id, m.queue_offset)
             assert entry == m.commit_log_offset
     tagged = store.get_messages("TopicA", 0, 0, 1000, tag_filter={tag_hash_code("t1")})
-    assert [m.body for m in decode_messages(tagged.body)] == [b for b in sent[0] if int(b.split(b"-")[1]) % 3 == 1]
+    assert [m.body for m in decode_messages(tagged.body)] == [
+        b for b in sent[0] if int(b.split(b"-")[1]) % 3 == 1
+    ]
     assert len(list((store.root / "consumequeue" / "TopicA" / "0").iterdir())) == 2
 
 
