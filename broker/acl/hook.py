@@ -16,10 +16,10 @@ import logging
 
 from broker.acl.errors import AclError
 from broker.acl.manager import PlainAclManager
-from broker.processors.common import Handler, InlineHandler
+from broker.processors.common import Handler
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.transport import Connection
+from rocketmq_wire.transport import Connection, InlineHandler
 
 log = logging.getLogger("broker.acl")
 

@@ -15,7 +15,7 @@ from typing import Protocol, TypeVar, runtime_checkable
 
 from rocketmq_wire import CodecError, RemotingCommand, ResponseCode
 from rocketmq_wire.headers.base import CommandHeader
-from rocketmq_wire.transport import Connection
+from rocketmq_wire.transport import Connection, InlineHandler
 
 log = logging.getLogger("broker.processors")
 
@@ -25,8 +25,6 @@ H = TypeVar("H", bound=CommandHeader)
 _JAVA_HEADER_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
 
 Handler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
-#: A handler that answers without waiting (``None``: no answer now), run inline by the transport.
-InlineHandler = Callable[[RemotingCommand, Connection], RemotingCommand | None]
 
 
 @runtime_checkable
