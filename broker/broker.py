@@ -376,7 +376,8 @@ class Broker:
                     answer_now = acl_guarded_inline(answer_now, self.acl)
                 self.server.register_inline(code, answer_now)
             else:
-                self.server.register(code, wrapped, gate=gate)
+                # Sends start without a task: one that needs no wait (ASYNC_FLUSH) is answered without one.
+                self.server.register(code, wrapped, gate=gate, eager=gate is not None)
 
     def _start_chores(self) -> None:
         config = self.config

@@ -11,7 +11,13 @@ Behaviour that Java peers rely on, mirrored here:
 * a oneway request never gets an answer, not even an error;
 * a handler returning ``None`` sends nothing: it may answer later with :meth:`Connection.send_response`.
 
-Each request runs in its own task, so a slow handler does not hold up the connection. A handler that never
+Each request runs in its own task, so a slow handler does not hold up the connection. A handler registered
+``eager`` skips that task while it can: the requests that arrive together are queued, then started one after
+the other in one callback, each running until it first has to wait; only one that does wait gets a task,
+which takes it from there. A send that needs nothing but the event loop (appending to the store) is answered
+without a task, and still waits its turn in a queue that gates see, as a thread pool's queue would be seen.
+Code in an eager handler runs outside any task until its first suspension, so it must not use
+``asyncio.timeout`` or ``current_task()`` before it awaits something. A handler that never
 waits (a NameServer's table lookups) may be registered *inline* instead: it is a plain function called as the
 request arrives, its answer written at once, which saves the task, its scheduling and its bookkeeping on
 every request. While the connection's writes are backed up, an inline request takes the task path, so it
@@ -33,8 +39,9 @@ import asyncio
 import logging
 import os
 import traceback
+import types
 from collections import deque
-from collections.abc import Awaitable, Callable, Coroutine, Mapping
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -86,6 +93,8 @@ class _Registration:
     gate: RequestGate | None = None
     #: The plain function of an inline registration (``handler`` then wraps it for the task path).
     inline: InlineHandler | None = None
+    #: Started in the dispatcher's drain callback, given a task only once it has to wait.
+    eager: bool = False
 
 
 @dataclass(slots=True)
@@ -96,6 +105,8 @@ class _Job:
     request: RemotingCommand
     arrived_at: float
     started: bool = False
+    #: For an eager job that had to wait: its task has resumed the handler (it owns the rest).
+    resumed: bool = False
 
 
 @dataclass(slots=True)
@@ -137,15 +148,27 @@ class RequestDispatcher:
         self._peers: dict[Connection, _PeerState] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
+        # Eager jobs arrived but not started yet, and the callback that will start them.
+        self._eager: deque[tuple[_Job, Connection, _PeerState]] = deque()
+        self._drain: asyncio.Handle | None = None
         for code, handler in (handlers or {}).items():
             self.register(code, handler)
 
     def register(
-        self, code: int, handler: Handler, *, ordered: bool = False, gate: RequestGate | None = None
+        self,
+        code: int,
+        handler: Handler,
+        *,
+        ordered: bool = False,
+        gate: RequestGate | None = None,
+        eager: bool = False,
     ) -> None:
         """Route ``code`` to ``handler``, replacing any earlier registration for it; ``gate`` admits (or
-        refuses) each request of that code on arrival and again when its handler is about to start."""
-        self._handlers[int(code)] = _Registration(handler, ordered, gate)
+        refuses) each request of that code on arrival and again when its handler is about to start;
+        ``eager`` starts the handler without a task, giving it one only if it has to wait."""
+        if ordered and eager:
+            raise ValueError("an ordered registration cannot be eager")
+        self._handlers[int(code)] = _Registration(handler, ordered, gate, None, eager)
 
     def register_inline(self, code: int, handler: InlineHandler) -> None:
         """Route ``code`` to a handler that answers without waiting, run as the request arrives."""
@@ -203,6 +226,10 @@ class RequestDispatcher:
             if peer.lane_task is None:
                 task = peer.lane_task = self._spawn(self._drain_lane(conn, peer))
                 task.add_done_callback(lambda done: self._lane_never_ran(done, conn, peer))
+        elif registration.eager:
+            self._eager.append((job, conn, peer))
+            if self._drain is None:
+                self._drain = asyncio.get_running_loop().call_soon(self._start_eager_jobs)
         else:
             task = self._spawn(self._handle_one(job, conn, peer))
             task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
@@ -210,6 +237,13 @@ class RequestDispatcher:
     async def close(self) -> None:
         """Stop taking requests and cancel the handlers still running; returns once they have all ended."""
         self._closed = True
+        if self._drain is not None:
+            self._drain.cancel()
+            self._drain = None
+        while self._eager:
+            job, conn, peer = self._eager.popleft()
+            self._abandon(job, conn)
+            self._finished(conn, peer)
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -314,13 +348,7 @@ class RequestDispatcher:
                 response = await job.registration.handler(request, conn)
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
-        answer = _addressed(request, response, conn)
-        if answer is None:
-            return
-        try:
-            await conn.send_response(answer)
-        except RemotingClosedError as exc:
-            _undeliverable(request, exc)
+        await _answer(request, response, conn)
 
     @staticmethod
     def _run_inline(handler: InlineHandler, request: RemotingCommand, conn: Connection) -> None:
@@ -328,13 +356,73 @@ class RequestDispatcher:
             response = handler(request, conn)
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
-        answer = _addressed(request, response, conn)
-        if answer is None:
+        _answer_now(request, response, conn)
+
+    # -- eager jobs: started in one callback, a task only for those that wait ---------------------------
+
+    def _start_eager_jobs(self) -> None:
+        self._drain = None
+        queue = self._eager
+        while queue and not self._closed:
+            job, conn, peer = queue.popleft()
+            self._start_eager(job, conn, peer)
+
+    def _start_eager(self, job: _Job, conn: Connection, peer: _PeerState) -> None:
+        if conn.writing_paused:  # its answer would have to wait for the peer: the task path waits
+            task = self._spawn(self._handle_one(job, conn, peer))
+            task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
             return
+        request = job.request
+        job.started = True
+        response: RemotingCommand | None = None
         try:
-            conn.send_response_nowait(answer)
-        except RemotingClosedError as exc:
-            _undeliverable(request, exc)
+            gate = job.registration.gate
+            if gate is not None:
+                response = gate.on_start(request, conn, job.arrived_at)
+            if response is None:
+                started = job.registration.handler(request, conn)
+                coro = started if type(started) is types.CoroutineType else _awaiting(started)
+                try:
+                    waiting_on = coro.send(None)
+                except StopIteration as stop:
+                    response = stop.value
+                else:
+                    task = self._spawn(self._resume(coro, waiting_on, job, conn, peer))
+                    task.add_done_callback(lambda _done: self._never_resumed(coro, job, conn, peer))
+                    return
+        except Exception as exc:
+            response = _failure_answer(request, conn, exc)
+        try:
+            _answer_now(request, response, conn)
+        finally:
+            self._finished(conn, peer)
+
+    async def _resume(
+        self,
+        coro: Coroutine[Any, Any, RemotingCommand | None],
+        waiting_on: Any,
+        job: _Job,
+        conn: Connection,
+        peer: _PeerState,
+    ) -> None:
+        job.resumed = True
+        try:
+            try:
+                response = await _Suspended(coro, waiting_on)
+            except Exception as exc:
+                response = _failure_answer(job.request, conn, exc)
+            await _answer(job.request, response, conn)
+        finally:
+            self._finished(conn, peer)
+
+    def _never_resumed(
+        self, coro: Coroutine[Any, Any, RemotingCommand | None], job: _Job, conn: Connection, peer: _PeerState
+    ) -> None:
+        # Its task was cancelled before its first step (the dispatcher closing): end the handler where it
+        # waits, so its ``finally`` clauses run now rather than whenever it is collected.
+        if not job.resumed:
+            coro.close()
+            self._finished(conn, peer)
 
     def _reject_unsupported(self, request: RemotingCommand, conn: Connection) -> None:
         remark = f" request type {request.code} not supported"
@@ -345,6 +433,59 @@ class RequestDispatcher:
             conn.send_response_nowait(request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
         except RemotingClosedError:
             pass
+
+
+class _Suspended:
+    """A handler coroutine that ran outside any task until it had to wait on ``waiting_on``.
+
+    Awaiting this in a task continues the coroutine there, as if the task had run it from the start: the
+    task first waits on what the coroutine was waiting on, then resumes it, passing in whatever it is
+    sent or thrown (a cancellation reaches the handler where it stopped).
+    """
+
+    __slots__ = ("_coro", "_waiting_on")
+
+    def __init__(self, coro: Coroutine[Any, Any, RemotingCommand | None], waiting_on: Any) -> None:
+        self._coro = coro
+        self._waiting_on = waiting_on
+
+    def __await__(self) -> Generator[Any, Any, RemotingCommand | None]:
+        try:
+            yield self._waiting_on
+        except BaseException as exc:
+            try:
+                waiting_on = self._coro.throw(exc)
+            except StopIteration as stop:
+                result: RemotingCommand | None = stop.value
+                return result
+            return (yield from _Suspended(self._coro, waiting_on).__await__())
+        return (yield from self._coro.__await__())
+
+
+async def _awaiting(awaitable: Awaitable[RemotingCommand | None]) -> RemotingCommand | None:
+    return await awaitable
+
+
+async def _answer(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> None:
+    """Send a handler's answer, waiting while the connection's writes are backed up."""
+    answer = _addressed(request, response, conn)
+    if answer is None:
+        return
+    try:
+        await conn.send_response(answer)
+    except RemotingClosedError as exc:
+        _undeliverable(request, exc)
+
+
+def _answer_now(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> None:
+    """Send a handler's answer at once, whatever the connection's backlog."""
+    answer = _addressed(request, response, conn)
+    if answer is None:
+        return
+    try:
+        conn.send_response_nowait(answer)
+    except RemotingClosedError as exc:
+        _undeliverable(request, exc)
 
 
 def _failure_answer(request: RemotingCommand, conn: Connection, exc: Exception) -> RemotingCommand | None:

@@ -83,13 +83,20 @@ class RemotingServer:
     # -- configuration ---------------------------------------------------------------------------------
 
     def register(
-        self, code: int, handler: Handler, *, ordered: bool = False, gate: RequestGate | None = None
+        self,
+        code: int,
+        handler: Handler,
+        *,
+        ordered: bool = False,
+        gate: RequestGate | None = None,
+        eager: bool = False,
     ) -> None:
         """Serve ``code`` with ``handler``; ``ordered`` ones run one at a time per connection, in order.
 
         ``gate`` (see :class:`~rocketmq_wire.transport.dispatch.RequestGate`) may refuse a request as it
-        arrives or, instead of running ``handler``, when its turn comes."""
-        self._dispatcher.register(code, handler, ordered=ordered, gate=gate)
+        arrives or, instead of running ``handler``, when its turn comes. ``eager`` handlers run without a
+        task until they first wait (see :mod:`~rocketmq_wire.transport.dispatch`)."""
+        self._dispatcher.register(code, handler, ordered=ordered, gate=gate, eager=eager)
 
     def register_inline(self, code: int, handler: InlineHandler) -> None:
         """Serve ``code`` with a plain function that answers without waiting, run as each request arrives
