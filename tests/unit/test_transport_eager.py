@@ -10,6 +10,7 @@ import pytest
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.transport import Connection, RemotingClient, RemotingServer, RequestDispatcher
+from rocketmq_wire.transport.dispatch import EAGER_JOBS_PER_TURN
 from tests.unit.transport_fakes import Blocking, FakeConnection, RecordingGate
 
 CODE = 320
@@ -241,3 +242,22 @@ async def test_eager_requests_over_a_real_connection_keep_their_opaques() -> Non
     assert [answer.opaque for answer in answers] == [request.opaque for request in requests]
     assert [answer.body for answer in answers] == [request.body for request in requests]
     assert all(answer.code == ResponseCode.SUCCESS for answer in answers)
+
+
+async def test_a_burst_is_started_in_slices_so_answers_leave_while_the_rest_waits() -> None:
+    handler = Recorder()
+    dispatcher = RequestDispatcher()
+    dispatcher.register(CODE, handler, eager=True)
+    fake = FakeConnection()
+    conn = cast(Connection, fake)
+    burst = 3 * EAGER_JOBS_PER_TURN + 1
+    for opaque in range(burst):
+        dispatcher(RemotingCommand.request(CODE, opaque=opaque), conn)
+    started_per_turn = []
+    for _ in range(5):
+        before = len(handler.before)
+        await asyncio.sleep(0)
+        started_per_turn.append(len(handler.before) - before)
+    assert started_per_turn == [EAGER_JOBS_PER_TURN] * 3 + [1, 0]
+    assert [cmd.opaque for cmd in fake.sent] == list(range(burst))
+    await dispatcher.close()
