@@ -38,6 +38,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import time
 import traceback
 import types
 from collections import deque
@@ -60,10 +61,12 @@ InlineHandler = Callable[[RemotingCommand, Connection], RemotingCommand | None]
 
 DEFAULT_MAX_IN_FLIGHT = 4096
 
-#: Eager jobs started per turn of the event loop. A burst of requests is started in slices, so answers
-#: (and, for SYNC_FLUSH sends, the fsync covering them) go out while the rest of the burst is processed: the
-#: peer works on those answers in parallel instead of waiting for the whole burst.
-EAGER_JOBS_PER_TURN = 8
+#: How long eager jobs may keep the event loop per turn (seconds) once one of them waits. A burst of
+#: requests that wait (SYNC_FLUSH sends) is started in slices, so the fsync covering the first ones runs and
+#: their answers leave while the rest is appended: the peer works on those answers in parallel instead of
+#: waiting for the whole burst. A burst that never waits runs to its end in one turn (its answers are
+#: already written; more turns would only cost more loop iterations).
+EAGER_TURN_S = 0.001
 
 
 class RequestGate(Protocol):
@@ -368,20 +371,23 @@ class RequestDispatcher:
     def _start_eager_jobs(self) -> None:
         self._drain = None
         queue = self._eager
-        for _ in range(EAGER_JOBS_PER_TURN):
-            if not queue or self._closed:
-                return
+        turn_ends = time.monotonic() + EAGER_TURN_S
+        waiting = False
+        while queue and not self._closed:
             job, conn, peer = queue.popleft()
-            self._start_eager(job, conn, peer)
+            waiting = self._start_eager(job, conn, peer) or waiting
+            if waiting and time.monotonic() >= turn_ends:
+                break
         if queue and not self._closed:
             # Let the loop write these answers, read, and hear from the disk before the next ones.
             self._drain = asyncio.get_running_loop().call_soon(self._start_eager_jobs)
 
-    def _start_eager(self, job: _Job, conn: Connection, peer: _PeerState) -> None:
+    def _start_eager(self, job: _Job, conn: Connection, peer: _PeerState) -> bool:
+        """Start one job; True if it has to wait (it continues in a task)."""
         if conn.writing_paused:  # its answer would have to wait for the peer: the task path waits
             task = self._spawn(self._handle_one(job, conn, peer))
             task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
-            return
+            return True
         request = job.request
         job.started = True
         response: RemotingCommand | None = None
@@ -399,13 +405,14 @@ class RequestDispatcher:
                 else:
                     task = self._spawn(self._resume(coro, waiting_on, job, conn, peer))
                     task.add_done_callback(lambda _done: self._never_resumed(coro, job, conn, peer))
-                    return
+                    return True
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
         try:
             _answer_now(request, response, conn)
         finally:
             self._finished(conn, peer)
+        return False
 
     async def _resume(
         self,

@@ -9,8 +9,7 @@ import pytest
 
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.transport import Connection, RemotingClient, RemotingServer, RequestDispatcher
-from rocketmq_wire.transport.dispatch import EAGER_JOBS_PER_TURN
+from rocketmq_wire.transport import Connection, RemotingClient, RemotingServer, RequestDispatcher, dispatch
 from tests.unit.transport_fakes import Blocking, FakeConnection, RecordingGate
 
 CODE = 320
@@ -244,20 +243,30 @@ async def test_eager_requests_over_a_real_connection_keep_their_opaques() -> Non
     assert all(answer.code == ResponseCode.SUCCESS for answer in answers)
 
 
-async def test_a_burst_is_started_in_slices_so_answers_leave_while_the_rest_waits() -> None:
-    handler = Recorder()
+async def test_a_burst_that_waits_is_started_in_slices_one_that_does_not_in_one_turn(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(dispatch, "EAGER_TURN_S", 0.0)  # every slice ends at its first waiting job
+    release: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+    handler = Recorder(release)
     dispatcher = RequestDispatcher()
     dispatcher.register(CODE, handler, eager=True)
     fake = FakeConnection()
     conn = cast(Connection, fake)
-    burst = 3 * EAGER_JOBS_PER_TURN + 1
-    for opaque in range(burst):
-        dispatcher(RemotingCommand.request(CODE, opaque=opaque), conn)
-    started_per_turn = []
-    for _ in range(5):
-        before = len(handler.before)
-        await asyncio.sleep(0)
-        started_per_turn.append(len(handler.before) - before)
-    assert started_per_turn == [EAGER_JOBS_PER_TURN] * 3 + [1, 0]
-    assert [cmd.opaque for cmd in fake.sent] == list(range(burst))
+
+    async def started_per_turn(body: bytes) -> list[int]:
+        for opaque in range(5):
+            dispatcher(RemotingCommand.request(CODE, opaque=opaque, body=body), conn)
+        counts = []
+        for _ in range(6):
+            before = len(handler.before)
+            await asyncio.sleep(0)
+            counts.append(len(handler.before) - before)
+        return counts
+
+    assert await started_per_turn(b"now") == [5, 0, 0, 0, 0, 0]
+    assert await started_per_turn(b"wait") == [1, 1, 1, 1, 1, 0]
+    release.set_result(None)
+    await settle()
+    assert sorted(cmd.opaque for cmd in fake.sent) == sorted(list(range(5)) * 2)
     await dispatcher.close()
