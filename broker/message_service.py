@@ -73,15 +73,25 @@ class MessageService:
         self._announce(messages)
 
     def _announce(self, messages: Sequence[MessageExt]) -> None:
+        if len(messages) == 1:  # a single send: no grouping by queue needed
+            message = messages[0]
+            if message.sys_flag & sysflag.TRANSACTION_MASK not in _INVISIBLE:
+                self._notify(message.topic, message.queue_id, (tag_hash_code(message.tags),))
+            return
         arrived: dict[tuple[str, int], list[int]] = {}
         for message in messages:
             if message.sys_flag & sysflag.TRANSACTION_MASK in _INVISIBLE:
                 continue
             arrived.setdefault((message.topic, message.queue_id), []).append(tag_hash_code(message.tags))
         for (topic, queue_id), codes in arrived.items():
-            max_offset = self.store.get_max_offset(topic, queue_id)
-            for listener in list(self._listeners):
-                try:
-                    listener(topic, queue_id, max_offset, tuple(codes))
-                except Exception:
-                    log.exception("message-arrival listener failed for %s/%d", topic, queue_id)
+            self._notify(topic, queue_id, tuple(codes))
+
+    def _notify(self, topic: str, queue_id: int, codes: tuple[int, ...]) -> None:
+        if not self._listeners:
+            return
+        max_offset = self.store.get_max_offset(topic, queue_id)
+        for listener in list(self._listeners):
+            try:
+                listener(topic, queue_id, max_offset, codes)
+            except Exception:
+                log.exception("message-arrival listener failed for %s/%d", topic, queue_id)

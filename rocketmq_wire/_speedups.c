@@ -2841,6 +2841,171 @@ done:
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* Message properties (rocketmq_wire/message/properties.py) */
+
+#define NAME_VALUE_SEP 1 /* \x01 */
+#define PROPERTY_SEP 2   /* \x02 */
+
+static int
+has_char(PyObject *s, Py_UCS4 ch)
+{
+    return PyUnicode_FindChar(s, ch, 0, PyUnicode_GET_LENGTH(s), 1) != -1;
+}
+
+/* The next (name, value) of a dict (pos) or a list of 2-tuples (index); 0 at the end, -1 to decline. */
+static int
+next_pair(PyObject *src, Py_ssize_t *pos, PyObject **name, PyObject **value)
+{
+    if (PyDict_CheckExact(src)) {
+        return PyDict_Next(src, pos, name, value) ? 1 : 0;
+    }
+    if (*pos >= PyList_GET_SIZE(src)) {
+        return 0;
+    }
+    PyObject *item = PyList_GET_ITEM(src, *pos);
+    (*pos)++;
+    if (!PyTuple_CheckExact(item) || PyTuple_GET_SIZE(item) != 2) {
+        return -1;
+    }
+    *name = PyTuple_GET_ITEM(item, 0);
+    *value = PyTuple_GET_ITEM(item, 1);
+    return 1;
+}
+
+/* encode_properties(pairs, v5): pairs is a dict or a list of 2-tuples of str (None values left out).
+ * Declines whatever the reference would refuse or that is not plain str, so its errors stay its own. */
+static PyObject *
+sp_encode_properties(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "encode_properties(pairs, v5)");
+        return NULL;
+    }
+    PyObject *src = args[0];
+    int v5 = PyObject_IsTrue(args[1]);
+    if (v5 < 0) {
+        return NULL;
+    }
+    if (!PyDict_CheckExact(src) && !PyList_CheckExact(src)) {
+        return DECLINE();
+    }
+    Py_ssize_t pos = 0, length = 0, pairs = 0;
+    Py_UCS4 max_char = 127;
+    PyObject *name, *value;
+    int more;
+    while ((more = next_pair(src, &pos, &name, &value)) == 1) {
+        if (value == Py_None) {
+            continue;
+        }
+        if (!PyUnicode_CheckExact(name) || !PyUnicode_CheckExact(value) || str_ready(name) < 0 ||
+            str_ready(value) < 0) {
+            PyErr_Clear();
+            return DECLINE();
+        }
+        if (PyUnicode_GET_LENGTH(name) == 0 || has_char(name, NAME_VALUE_SEP) || has_char(name, PROPERTY_SEP) ||
+            has_char(value, PROPERTY_SEP)) {
+            return DECLINE();
+        }
+        Py_UCS4 m = PyUnicode_MAX_CHAR_VALUE(name);
+        if (m > max_char) {
+            max_char = m;
+        }
+        m = PyUnicode_MAX_CHAR_VALUE(value);
+        if (m > max_char) {
+            max_char = m;
+        }
+        length += PyUnicode_GET_LENGTH(name) + 1 + PyUnicode_GET_LENGTH(value) + 1;
+        pairs++;
+    }
+    if (more < 0) {
+        return DECLINE();
+    }
+    if (pairs == 0) {
+        return PyUnicode_New(0, 127);
+    }
+    if (!v5) {
+        length--; /* no separator after the last pair */
+    }
+    PyObject *out = PyUnicode_New(length, max_char);
+    if (out == NULL) {
+        return NULL;
+    }
+    Py_ssize_t at = 0;
+    pos = 0;
+    while (next_pair(src, &pos, &name, &value) == 1) {
+        if (value == Py_None) {
+            continue;
+        }
+        Py_ssize_t n = PyUnicode_GET_LENGTH(name);
+        if (PyUnicode_CopyCharacters(out, at, name, 0, n) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        at += n;
+        PyUnicode_WRITE(PyUnicode_KIND(out), PyUnicode_DATA(out), at++, NAME_VALUE_SEP);
+        n = PyUnicode_GET_LENGTH(value);
+        if (PyUnicode_CopyCharacters(out, at, value, 0, n) < 0) {
+            Py_DECREF(out);
+            return NULL;
+        }
+        at += n;
+        if (at < length) {
+            PyUnicode_WRITE(PyUnicode_KIND(out), PyUnicode_DATA(out), at++, PROPERTY_SEP);
+        }
+    }
+    return out;
+}
+
+/* decode_properties(text): name -> value for the usual string, every pair a non-empty name, \x01 and a
+ * non-empty value, one optional trailing \x02; declines anything else (the reference skips bad pairs). */
+static PyObject *
+sp_decode_properties(PyObject *module, PyObject *text)
+{
+    (void)module;
+    if (!PyUnicode_CheckExact(text) || str_ready(text) < 0) {
+        PyErr_Clear();
+        return DECLINE();
+    }
+    Py_ssize_t end = PyUnicode_GET_LENGTH(text);
+    int kind = PyUnicode_KIND(text);
+    const void *data = PyUnicode_DATA(text);
+    PyObject *result = PyDict_New();
+    if (result == NULL) {
+        return NULL;
+    }
+    Py_ssize_t start = 0;
+    while (start < end) {
+        Py_ssize_t sep = -1, stop = start;
+        while (stop < end) {
+            Py_UCS4 ch = PyUnicode_READ(kind, data, stop);
+            if (ch == PROPERTY_SEP) {
+                break;
+            }
+            if (ch == NAME_VALUE_SEP && sep < 0) {
+                sep = stop;
+            }
+            stop++;
+        }
+        if (sep <= start || sep + 1 >= stop) { /* no \x01, an empty name or an empty value */
+            Py_DECREF(result);
+            return DECLINE();
+        }
+        PyObject *name = PyUnicode_Substring(text, start, sep);
+        PyObject *value = name != NULL ? PyUnicode_Substring(text, sep + 1, stop) : NULL;
+        int failed = value == NULL || PyDict_SetItem(result, name, value) < 0;
+        Py_XDECREF(name);
+        Py_XDECREF(value);
+        if (failed) {
+            Py_DECREF(result);
+            return NULL;
+        }
+        start = stop + 1;
+    }
+    return result;
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 
@@ -2864,6 +3029,9 @@ static PyMethodDef methods[] = {
     {"render", FASTCALL(sp_render), "render(header, plan): the header's entries as Java's toString() writes them."},
     {"from_ext", FASTCALL(sp_from_ext), "from_ext(cls, fields, ext, parse_value): a typed header from ext entries."},
     {"encode_stored", sp_encode_stored, METH_O, "encode_stored(message): a stored message's V1 record."},
+    {"encode_properties", FASTCALL(sp_encode_properties),
+     "encode_properties(pairs, v5): the properties string of a dict or a list of (name, value)."},
+    {"decode_properties", sp_decode_properties, METH_O, "decode_properties(text): name -> value."},
     {NULL, NULL, 0, NULL},
 };
 

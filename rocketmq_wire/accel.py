@@ -112,6 +112,12 @@ class Speedups(Protocol):
 
     def encode_stored(self, message: object, /) -> bytes | None: ...
 
+    def encode_properties(
+        self, pairs: Mapping[str, str | None] | list[tuple[str, str | None]], v5: bool, /
+    ) -> str | None: ...
+
+    def decode_properties(self, text: str, /) -> dict[str, str] | None: ...
+
 
 def _load() -> Speedups | None:
     if os.environ.get("RMQ_NO_SPEEDUPS", "") not in ("", "0"):
@@ -139,6 +145,7 @@ WIRED_MODULES = (
     "rocketmq_wire.header_json",
     "rocketmq_wire.command",
     "rocketmq_wire.message.stored",
+    "rocketmq_wire.message.properties",
 )
 
 

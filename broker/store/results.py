@@ -57,7 +57,7 @@ class BoundaryType(enum.Enum):
     UPPER = "upper"
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(slots=True)
 class PutMessageResult:
     """The outcome of one append (a batch counts as one append of ``message_count`` messages).
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import enum
 from collections.abc import Iterable, Mapping
 
+from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.javahash import items_hashmap_order
 from rocketmq_wire.message.const import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, SYSTEM_PROPERTY_NAMES
@@ -63,6 +64,10 @@ def encode_properties(
     Raises :class:`CodecError` for a pair that would not read back as written (an empty name, or a
     separator inside a name, or a ``\\x02`` inside a value).
     """
+    if _c is not None and isinstance(properties, (dict, list)):
+        encoded = _c.encode_properties(properties, flavour is PropertiesFlavour.V5)
+        if encoded is not None:
+            return encoded
     pairs = [
         (name, value)
         for name, value in (properties.items() if isinstance(properties, Mapping) else properties)
@@ -105,6 +110,10 @@ def encode_java_properties(
 
 def decode_properties(text: str) -> dict[str, str]:
     """Name → value, in the order the names first appear; never raises."""
+    if _c is not None:
+        decoded = _c.decode_properties(text)
+        if decoded is not None:
+            return decoded
     items = text.split(PROPERTY_SEPARATOR)
     if not items[-1]:
         items.pop()

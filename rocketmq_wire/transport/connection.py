@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
+from typing import cast
 
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.framing import MAX_FRAME_SIZE, FrameDecoder
@@ -53,8 +54,8 @@ class _ConnectionProtocol(asyncio.Protocol):
         self.connection = connection
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self.connection._attach(transport)
+        # A stream transport, though not always an ``asyncio.Transport`` subclass (uvloop's is not one).
+        self.connection._attach(cast(asyncio.Transport, transport))
 
     def data_received(self, data: bytes) -> None:
         self.connection._on_data(data)

@@ -44,6 +44,7 @@ from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.headers import ALL_HEADERS, SendMessageRequestHeaderV2
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.message.properties import PropertiesFlavour, decode_properties, encode_properties
 from rocketmq_wire.message.stored import MessageExt, encode_stored_message
 from tests.golden import load_golden
 
@@ -909,6 +910,61 @@ def test_stored_record_writer_takes_the_common_message_and_declines_the_rest() -
         assert accel.speedups.encode_stored(unusual) is None
 
 
+# -- message properties ------------------------------------------------------------------------------------
+
+# Names and values drawn around the separators, so every rule of the reference is exercised.
+_PROPERTY_TEXT = st.text(
+    alphabet=st.sampled_from(["a", "B", "\x01", "\x02", "\u00e9", "\U0001f600"]), max_size=5
+)
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(
+    pairs=st.lists(st.tuples(_PROPERTY_TEXT, st.one_of(st.none(), _PROPERTY_TEXT)), max_size=5),
+    as_dict=st.booleans(),
+    flavour=st.sampled_from(list(PropertiesFlavour)),
+)
+def test_properties_encode_alike(
+    pairs: list[tuple[str, str | None]], as_dict: bool, flavour: PropertiesFlavour
+) -> None:
+    """The C writer gives the reference's string, or declines so that the reference raises its error."""
+    source: dict[str, str | None] | list[tuple[str, str | None]] = dict(pairs) if as_dict else pairs
+    fast, reference = _both(lambda: encode_properties(source, flavour))
+    assert fast == reference
+
+
+@needs_c
+@settings(max_examples=500, deadline=None)
+@given(
+    text=st.one_of(_PROPERTY_TEXT, st.text(alphabet=st.sampled_from(["k", "v", "\x01", "\x02", "\u00e9"])))
+)
+def test_properties_decode_alike(text: str) -> None:
+    fast, reference = _both(lambda: decode_properties(text), lambda d: list(d.items()))
+    assert fast == reference
+
+
+@needs_c
+def test_properties_c_functions_take_the_usual_strings_and_decline_the_rest() -> None:
+    c = accel.speedups
+    assert c is not None
+    usual = {"UNIQ_KEY": "7F00000100002A9F", "TAGS": "TagA", "KEYS": "k1 k2", "\u00e9t\u00e9": "\U0001f600"}
+    text = c.encode_properties(usual, False)
+    assert (
+        text == "UNIQ_KEY\x017F00000100002A9F\x02TAGS\x01TagA\x02KEYS\x01k1 k2\x02\u00e9t\u00e9\x01\U0001f600"
+    )
+    assert c.encode_properties(list(usual.items()), True) == text + "\x02"
+    assert c.decode_properties(text) == usual and c.decode_properties(text + "\x02") == usual
+    assert c.decode_properties("A\x011\x02B\x012\x02A\x013") == {
+        "A": "3",
+        "B": "2",
+    }  # first place, last value
+    for declined in ({"": "v"}, {"a\x01": "v"}, {"a": "v\x02"}, {"a": 1}, [("a", "b", "c")], ("a", "b")):
+        assert c.encode_properties(declined, True) is None  # type: ignore[arg-type]
+    for skipped in ("A\x01", "\x01v", "A", "A\x011\x02\x02", "\x02"):
+        assert c.decode_properties(skipped) is None
+
+
 # -- leaks -----------------------------------------------------------------------------------------------
 
 
@@ -943,6 +999,10 @@ def test_no_memory_grows_over_many_calls() -> None:
                 too_big.encode()
             encode_stored_message(stored)
             encode_stored_message(declined)
+            decode_properties(encode_properties({"TAGS": "a", "KEYS": "b c", "\u00e9": "\U0001f600"}))
+            decode_properties("A\x01")  # declined by C
+            with pytest.raises(CodecError):
+                encode_properties({"a": "b\x02"})  # declined by C, refused by the reference
 
     work(200)  # warm caches and allocator pools
     before = _rss_kib()
