@@ -70,11 +70,16 @@ _STORED_CODES = {
 }
 
 
-def parse_send_header(request: RemotingCommand) -> SendMessageRequestHeader:
-    """The V1 header of any send request (V2 converted as Apache's ``parseRequestHeader`` does)."""
+#: A send request's header: V2 names its fields by letter on the wire, but both carry the same fields.
+SendHeader = SendMessageRequestHeader | SendMessageRequestHeaderV2
+
+
+def parse_send_header(request: RemotingCommand) -> SendHeader:
+    """The header of any send request. Apache converts V2 to V1 (``parseRequestHeader``); here both are
+    read by field name, which is the same in both, so the conversion (a second header object) is skipped."""
     if request.code == RequestCode.SEND_MESSAGE:
         return read_header(request, SendMessageRequestHeader)
-    return read_header(request, SendMessageRequestHeaderV2).to_v1()
+    return read_header(request, SendMessageRequestHeaderV2)
 
 
 def disk_summary(path: str) -> str:
@@ -120,7 +125,7 @@ class SendMessageProcessor:
         return await self._send_one(request, header, conn, topic_config)
 
     def _check(
-        self, request: RemotingCommand, header: SendMessageRequestHeader, conn: Connection
+        self, request: RemotingCommand, header: SendHeader, conn: Connection
     ) -> TopicConfig | RemotingCommand:
         """``msgCheck``: the topic config to send with, or the error answer."""
         broker = self._broker
@@ -176,7 +181,7 @@ class SendMessageProcessor:
     async def _send_one(
         self,
         request: RemotingCommand,
-        header: SendMessageRequestHeader,
+        header: SendHeader,
         conn: Connection,
         topic_config: TopicConfig,
     ) -> RemotingCommand:
@@ -246,7 +251,7 @@ class SendMessageProcessor:
     def _retry_or_dlq(
         self,
         request: RemotingCommand,
-        header: SendMessageRequestHeader,
+        header: SendHeader,
         properties: dict[str, str],
         reconsume_times: int,
     ) -> tuple[str, int] | RemotingCommand | None:
@@ -278,7 +283,7 @@ class SendMessageProcessor:
     async def _send_batch(
         self,
         request: RemotingCommand,
-        header: SendMessageRequestHeader,
+        header: SendHeader,
         conn: Connection,
         topic_config: TopicConfig,
     ) -> RemotingCommand:
