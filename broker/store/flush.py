@@ -16,19 +16,25 @@ import logging
 from collections.abc import Callable
 from concurrent.futures import Executor
 
-from broker.store.waiting import wait_settled
+from broker.store.waiting import settle
 
 log = logging.getLogger("broker.store.flush")
 
 
 class GroupCommitService:
-    """Resolves "durable up to offset N" waits, sharing each fsync among all waiters it covers."""
+    """Resolves "durable up to offset N" waits, sharing each fsync among all waiters it covers.
+
+    Each wait has its own deadline, but one timer serves them all (armed for the earliest deadline while
+    anyone waits): a timer per wait would cost every SYNC_FLUSH send a timer handle and a heap entry.
+    """
 
     def __init__(self, flush: Callable[[], int], flushed: Callable[[], int], executor: Executor) -> None:
         self._flush = flush
         self._flushed = flushed
         self._executor = executor
-        self._waiters: list[tuple[int, asyncio.Future[bool]]] = []
+        # (offset, deadline in loop time, future), in the order the waits began.
+        self._waiters: list[tuple[int, float, asyncio.Future[bool]]] = []
+        self._timer: asyncio.TimerHandle | None = None
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
         #: Rounds of fsync the service ran (each may sync one or two files).
@@ -40,16 +46,39 @@ class GroupCommitService:
             return True
         if self._closed:
             return False
-        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
-        self._waiters.append((offset, future))
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[bool] = loop.create_future()
+        deadline = loop.time() + timeout
+        self._waiters.append((offset, deadline, future))
+        if self._timer is None or deadline < self._timer.when():
+            self._arm(loop, deadline)
         if self._worker is None or self._worker.done():
-            self._worker = asyncio.create_task(self._run(), name="store-group-commit")
-        if await wait_settled(future, timeout):
+            self._worker = loop.create_task(self._run(), name="store-group-commit")
+        if await future:
             return True
         if self._flushed() < offset:
             log.warning("fsync did not reach offset %d within %.1f s", offset, timeout)
-        self._waiters = [(o, f) for o, f in self._waiters if f is not future]
         return self._flushed() >= offset
+
+    def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
+        if self._timer is not None:
+            self._timer.cancel()
+        self._timer = loop.call_at(deadline, self._expire)
+
+    def _expire(self) -> None:
+        """The earliest deadline passed: answer every wait past its own with False, re-arm for the rest."""
+        self._timer = None
+        loop = asyncio.get_running_loop()
+        now = loop.time()
+        waiting: list[tuple[int, float, asyncio.Future[bool]]] = []
+        for waiter in self._waiters:
+            if waiter[1] <= now:
+                settle(waiter[2], False)
+            elif not waiter[2].done():
+                waiting.append(waiter)
+        self._waiters = waiting
+        if waiting:
+            self._arm(loop, min(deadline for _, deadline, _ in waiting))
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -68,20 +97,24 @@ class GroupCommitService:
                 log.error("fsync stalled at offset %d with %d appends waiting", flushed, len(self._waiters))
                 return
             previous = flushed
-            still_waiting: list[tuple[int, asyncio.Future[bool]]] = []
-            for offset, future in self._waiters:
-                if offset <= flushed:
-                    if not future.done():
-                        future.set_result(True)
-                else:
-                    still_waiting.append((offset, future))
+            still_waiting: list[tuple[int, float, asyncio.Future[bool]]] = []
+            for waiter in self._waiters:
+                if waiter[0] <= flushed:
+                    settle(waiter[2], True)
+                elif not waiter[2].done():
+                    still_waiting.append(waiter)
             self._waiters = still_waiting
+            if not still_waiting and self._timer is not None:
+                self._timer.cancel()
+                self._timer = None
 
     def _fail_all(self) -> None:
         waiters, self._waiters = self._waiters, []
-        for _, future in waiters:
-            if not future.done():
-                future.set_result(False)
+        for _, _, future in waiters:
+            settle(future, False)
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
 
     async def close(self) -> None:
         """Let the current round finish, then answer anyone still waiting with False."""

@@ -12,12 +12,13 @@ Behaviour that Java peers rely on, mirrored here:
 * a handler returning ``None`` sends nothing: it may answer later with :meth:`Connection.send_response`.
 
 Each request runs in its own task, so a slow handler does not hold up the connection. A handler registered
-``eager`` skips that task while it can: the requests that arrive together are queued, then started one after
-the other in one callback, each running until it first has to wait; only one that does wait gets a task,
-which takes it from there. A send that needs nothing but the event loop (appending to the store) is answered
-without a task, and still waits its turn in a queue that gates see, as a thread pool's queue would be seen.
-Code in an eager handler runs outside any task until its first suspension, so it must not use
-``asyncio.timeout`` or ``current_task()`` before it awaits something. A handler that never
+``eager`` runs without one: the requests that arrive together are queued, then started one after the other
+in one callback; one that has to wait on a future is continued by that future's done callback, as a task
+would continue it, but without the task and its scheduling (anything else it waits on gets a task). A send
+that needs nothing but the event loop (appending to the store) is answered at once, one that waits for an
+fsync when the fsync is done, and each still waits its turn in a queue that gates see, as a thread pool's
+queue would be seen. Code in an eager handler runs outside any task, so it must not use ``asyncio.timeout``
+or ``current_task()``. A handler that never
 waits (a NameServer's table lookups) may be registered *inline* instead: it is a plain function called as the
 request arrives, its answer written at once, which saves the task, its scheduling and its bookkeeping on
 every request. While the connection's writes are backed up, an inline request takes the task path, so it
@@ -36,6 +37,7 @@ refuse, with which answer); this module only promises when it is asked.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import time
@@ -159,6 +161,11 @@ class RequestDispatcher:
         # Eager jobs arrived but not started yet, and the callback that will start them.
         self._eager: deque[tuple[_Job, Connection, _PeerState]] = deque()
         self._drain: asyncio.Handle | None = None
+        # Eager handlers waiting without a task: what each waits on (a future, or the handle of a bare yield).
+        self._parked: dict[
+            Coroutine[Any, Any, RemotingCommand | None],
+            tuple[asyncio.Future[Any] | asyncio.Handle, _Job, Connection, _PeerState],
+        ] = {}
         for code, handler in (handlers or {}).items():
             self.register(code, handler)
 
@@ -252,6 +259,7 @@ class RequestDispatcher:
             job, conn, peer = self._eager.popleft()
             self._abandon(job, conn)
             self._finished(conn, peer)
+        self._end_parked()
         tasks = list(self._tasks)
         for task in tasks:
             task.cancel()
@@ -403,8 +411,7 @@ class RequestDispatcher:
                 except StopIteration as stop:
                     response = stop.value
                 else:
-                    task = self._spawn(self._resume(coro, waiting_on, job, conn, peer))
-                    task.add_done_callback(lambda _done: self._never_resumed(coro, job, conn, peer))
+                    self._wait_for(coro, waiting_on, job, conn, peer)
                     return True
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
@@ -413,6 +420,80 @@ class RequestDispatcher:
         finally:
             self._finished(conn, peer)
         return False
+
+    def _wait_for(
+        self,
+        coro: Coroutine[Any, Any, RemotingCommand | None],
+        waiting_on: Any,
+        job: _Job,
+        conn: Connection,
+        peer: _PeerState,
+    ) -> None:
+        """Continue a suspended handler once what it waits on is done: by a callback when that is a future of
+        this loop (or a bare yield), as a task would but without one; in a task for anything else."""
+        loop = asyncio.get_running_loop()
+        if waiting_on is None:  # a bare yield (``asyncio.sleep(0)``): run again on the next turn
+            handle = loop.call_soon(self._wake, coro, job, conn, peer, None)
+            self._parked[coro] = (handle, job, conn, peer)
+            return
+        if getattr(waiting_on, "_asyncio_future_blocking", False) and waiting_on.get_loop() is loop:
+            waiting_on._asyncio_future_blocking = False  # as a task does when it takes the future over
+            waiting_on.add_done_callback(functools.partial(self._wake, coro, job, conn, peer))
+            self._parked[coro] = (waiting_on, job, conn, peer)
+            return
+        self._continue_in_task(coro, waiting_on, job, conn, peer)
+
+    def _continue_in_task(
+        self,
+        coro: Coroutine[Any, Any, RemotingCommand | None],
+        waiting_on: Any,
+        job: _Job,
+        conn: Connection,
+        peer: _PeerState,
+    ) -> None:
+        task = self._spawn(self._resume(coro, waiting_on, job, conn, peer))
+        task.add_done_callback(lambda _done: self._never_resumed(coro, job, conn, peer))
+
+    def _wake(
+        self,
+        coro: Coroutine[Any, Any, RemotingCommand | None],
+        job: _Job,
+        conn: Connection,
+        peer: _PeerState,
+        _done: object,
+    ) -> None:
+        if self._parked.pop(coro, None) is None:
+            return  # the dispatcher closed and ended it already
+        response: RemotingCommand | None = None
+        try:
+            waiting_on = coro.send(None)  # the awaited future's result (or exception) reaches it here
+        except StopIteration as stop:
+            response = stop.value
+        except Exception as exc:
+            response = _failure_answer(job.request, conn, exc)
+        except asyncio.CancelledError:
+            logger.debug("handler for request code %d was cancelled", job.request.code)
+            self._finished(conn, peer)
+            return
+        else:
+            self._wait_for(coro, waiting_on, job, conn, peer)
+            return
+        try:
+            _answer_now(job.request, response, conn)
+        finally:
+            self._finished(conn, peer)
+
+    def _end_parked(self) -> None:
+        """Closing: a cancellation for every handler waiting without a task, thrown where it waits."""
+        while self._parked:
+            coro, (waiting_on, job, conn, peer) = self._parked.popitem()
+            waiting_on.cancel()  # a future nobody else awaits, or the handle of a bare yield
+            try:
+                waiting_on = coro.throw(asyncio.CancelledError())
+            except (Exception, asyncio.CancelledError):  # it ended: however it did, nobody is left to answer
+                self._finished(conn, peer)
+            else:  # it caught the cancellation and waits again: a task sees it through
+                self._continue_in_task(coro, waiting_on, job, conn, peer)
 
     async def _resume(
         self,

@@ -184,3 +184,26 @@ async def test_group_commit_service_resolves_waiters_by_offset() -> None:
         assert not await service.wait_durable(400, 0.2)  # the flush never gets there
         await service.close()
         assert not await service.wait_durable(500, 1)
+
+
+async def test_group_commit_waits_time_out_each_at_its_own_deadline() -> None:
+    """One timer serves every wait; a later wait with a shorter timeout still ends first."""
+
+    def flush() -> int:
+        return 0  # the disk never gets anywhere
+
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(flush, lambda: 0, executor)
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        ended: dict[str, tuple[bool, float]] = {}
+
+        async def wait(name: str, offset: int, timeout: float) -> None:
+            durable = await service.wait_durable(offset, timeout)
+            ended[name] = (durable, loop.time() - started)
+
+        await asyncio.gather(wait("long", 10, 0.5), wait("short", 20, 0.1))
+        await service.close()
+    assert ended["short"][0] is False and ended["long"][0] is False
+    assert 0.1 <= ended["short"][1] < 0.4
+    assert ended["long"][1] >= 0.5

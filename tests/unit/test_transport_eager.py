@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import asyncio
-from typing import cast
+from collections.abc import Generator
+from typing import Any, cast
 
 import pytest
 
@@ -58,7 +59,7 @@ async def test_a_handler_that_never_waits_is_answered_without_a_task() -> None:
     await dispatcher.close()
 
 
-async def test_a_handler_that_waits_continues_in_a_task_and_answers_when_done() -> None:
+async def test_a_handler_that_waits_on_a_future_continues_without_a_task_when_it_is_done() -> None:
     release: asyncio.Future[None] = asyncio.get_running_loop().create_future()
     handler = Recorder(release)
     dispatcher = RequestDispatcher()
@@ -68,15 +69,58 @@ async def test_a_handler_that_waits_continues_in_a_task_and_answers_when_done() 
     dispatcher(RemotingCommand.request(CODE, opaque=1, body=b"wait"), conn)
     dispatcher(RemotingCommand.request(CODE, opaque=2, body=b"now"), conn)
     await settle()
-    # The waiting one does not hold up the one behind it.
+    # The waiting one does not hold up the one behind it, and waits without a task.
     assert [cmd.opaque for cmd in fake.sent] == [2]
-    assert dispatcher.active_tasks == 1
+    assert dispatcher.active_tasks == 0 and handler.after == [None]
     release.set_result(None)
     await settle()
     assert [(cmd.opaque, cmd.remark) for cmd in fake.sent] == [(2, "done 2"), (1, "done 1")]
-    assert handler.before == [None, None]
-    waited_in = handler.after[1]
-    assert handler.after[0] is None and isinstance(waited_in, asyncio.Task)  # continued inside its task
+    assert handler.before == [None, None] and handler.after == [None, None]
+    await dispatcher.close()
+
+
+async def test_a_handler_that_yields_to_the_loop_continues_on_its_next_turn() -> None:
+    async def yields(request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        return request.make_response(ResponseCode.SUCCESS, remark="after two turns")
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(CODE, yields, eager=True)
+    fake = FakeConnection()
+    dispatcher(RemotingCommand.request(CODE, opaque=3), cast(Connection, fake))
+    await settle()
+    assert [(cmd.opaque, cmd.remark) for cmd in fake.sent] == [(3, "after two turns")]
+    assert dispatcher.active_tasks == 0
+    await dispatcher.close()
+
+
+class OddAwaitable:
+    """Yields something that is neither a future nor a bare yield: only a task knows what to make of it."""
+
+    def __await__(self) -> Generator[Any, None, None]:
+        yield "not a future"
+
+
+async def test_a_handler_waiting_on_anything_else_is_continued_by_a_task() -> None:
+    reached: list[str] = []
+
+    async def odd(request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        try:
+            await OddAwaitable()
+        finally:
+            reached.append("finally")
+        return request.make_response(ResponseCode.SUCCESS)
+
+    dispatcher = RequestDispatcher()
+    dispatcher.register(CODE, odd, eager=True)
+    fake = FakeConnection()
+    dispatcher(RemotingCommand.request(CODE, opaque=4), cast(Connection, fake))
+    await settle()
+    # A task handed the bad yield back as an error, which the handler did not catch: SYSTEM_ERROR.
+    assert reached == ["finally"]
+    assert [(cmd.opaque, cmd.code) for cmd in fake.sent] == [(4, ResponseCode.SYSTEM_ERROR)]
+    assert "bad yield" in (fake.sent[0].remark or "")
     assert dispatcher.active_tasks == 0
     await dispatcher.close()
 
@@ -187,17 +231,16 @@ async def test_closing_cancels_queued_jobs_in_the_gate_and_ends_waiting_handlers
 
 async def test_a_handler_whose_task_is_cancelled_before_its_first_step_is_closed() -> None:
     ended: list[str] = []
-    never: asyncio.Future[None] = asyncio.get_running_loop().create_future()
 
-    async def waits(request: RemotingCommand, conn: Connection) -> RemotingCommand:
+    async def odd(request: RemotingCommand, conn: Connection) -> RemotingCommand:
         try:
-            await never
+            await OddAwaitable()
         finally:
             ended.append("finally")
         return request.make_response(ResponseCode.SUCCESS)
 
     dispatcher = RequestDispatcher()
-    dispatcher.register(CODE, waits, eager=True)
+    dispatcher.register(CODE, odd, eager=True)
     dispatcher(RemotingCommand.request(CODE, opaque=1), cast(Connection, FakeConnection()))
     # Run only the drain callback: the handler is suspended, its task made but not stepped yet.
     await asyncio.sleep(0)
