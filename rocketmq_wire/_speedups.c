@@ -13,6 +13,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <limits.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -2841,6 +2842,114 @@ done:
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* Message-key index entries (broker/store/index_file.py, IndexFile.put_entries) */
+
+#define INDEX_HEADER_SIZE 40
+#define INDEX_SLOT_SIZE 4
+#define INDEX_ENTRY_SIZE 20
+
+static uint32_t
+get_be32(const unsigned char *p)
+{
+    return ((uint32_t)p[0] << 24) | ((uint32_t)p[1] << 16) | ((uint32_t)p[2] << 8) | (uint32_t)p[3];
+}
+
+/* index_put(map, slot_count, entries_base, room, count, begin_phy_offset, begin_timestamp, entries):
+ * writes up to room (key, phy_offset, store_timestamp) entries into the mapped index file, as the
+ * reference does, and returns (written, count, added_slots, begin_phy_offset, begin_timestamp,
+ * end_phy_offset, end_timestamp); the header is left to the caller. Declines (before writing anything)
+ * when an entry is not a (str, int, int) that fits, or when the writes would leave the buffer. */
+static PyObject *
+sp_index_put(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
+{
+    (void)module;
+    if (nargs != 8) {
+        PyErr_SetString(PyExc_TypeError,
+                        "index_put(map, slot_count, entries_base, room, count, begin_phy, begin_ts, entries)");
+        return NULL;
+    }
+    long long slot_count, entries_base, room, count, begin_phy, begin_ts;
+    PyObject *entries = args[7];
+    if (!exact_ll(args[1], &slot_count) || !exact_ll(args[2], &entries_base) || !exact_ll(args[3], &room) ||
+        !exact_ll(args[4], &count) || !exact_ll(args[5], &begin_phy) || !exact_ll(args[6], &begin_ts) ||
+        !PyList_CheckExact(entries) || slot_count <= 0 || count < 0 || count > INT32_MAX_ || room < 0 ||
+        entries_base != INDEX_HEADER_SIZE + slot_count * INDEX_SLOT_SIZE) {
+        return DECLINE();
+    }
+    Py_ssize_t n = PyList_GET_SIZE(entries);
+    if (n > room) {
+        n = (Py_ssize_t)room;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(entries, i);
+        long long v;
+        if (!PyTuple_CheckExact(e) || PyTuple_GET_SIZE(e) != 3 || !PyUnicode_CheckExact(PyTuple_GET_ITEM(e, 0)) ||
+            str_ready(PyTuple_GET_ITEM(e, 0)) < 0 || !exact_ll(PyTuple_GET_ITEM(e, 1), &v) ||
+            !exact_ll(PyTuple_GET_ITEM(e, 2), &v)) {
+            PyErr_Clear();
+            return DECLINE();
+        }
+    }
+    if (count + n > INT32_MAX_) {
+        return DECLINE();
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_WRITABLE) < 0) {
+        PyErr_Clear();
+        return DECLINE();
+    }
+    if (view.len < entries_base + (count + n) * INDEX_ENTRY_SIZE) {
+        PyBuffer_Release(&view);
+        return DECLINE();
+    }
+    unsigned char *map = view.buf;
+    long long added_slots = 0, end_phy = 0, end_ts = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *e = PyList_GET_ITEM(entries, i);
+        long long phy, ts;
+        exact_ll(PyTuple_GET_ITEM(e, 1), &phy);
+        exact_ll(PyTuple_GET_ITEM(e, 2), &ts);
+        uint32_t h = java_hash(PyTuple_GET_ITEM(e, 0));
+        long long key_hash = h >= 0x80000000u ? 0x100000000LL - (long long)h : (long long)h;
+        if (key_hash > INT32_MAX_) {
+            key_hash = 0;
+        }
+        long long slot_position = INDEX_HEADER_SIZE + (key_hash % slot_count) * INDEX_SLOT_SIZE;
+        long long head = (int32_t)get_be32(map + slot_position);
+        if (head <= 0 || head > count) {
+            head = 0;
+        }
+        if (count <= 1) {
+            begin_phy = phy;
+            begin_ts = ts;
+        }
+        long long time_diff = 0;
+        if (begin_ts > 0) {
+            /* ts - begin_ts cannot overflow: both are Java longs and the reference clamps the result */
+            long long diff = (ts >= 0 || begin_ts <= LLONG_MAX + ts) ? ts - begin_ts : LLONG_MIN;
+            time_diff = diff <= 0 ? 0 : diff / 1000;
+            if (time_diff > INT32_MAX_) {
+                time_diff = INT32_MAX_;
+            }
+        }
+        unsigned char *entry = map + entries_base + count * INDEX_ENTRY_SIZE;
+        put_be32((char *)entry, key_hash);
+        put_be64((char *)entry + 4, phy);
+        put_be32((char *)entry + 12, time_diff);
+        put_be32((char *)entry + 16, head);
+        put_be32((char *)map + slot_position, count);
+        if (head == 0) {
+            added_slots++;
+        }
+        count++;
+        end_phy = phy;
+        end_ts = ts;
+    }
+    PyBuffer_Release(&view);
+    return Py_BuildValue("(nLLLLLL)", n, count, added_slots, begin_phy, begin_ts, end_phy, end_ts);
+}
+
+/* ---------------------------------------------------------------------------------------------------- */
 /* Message properties (rocketmq_wire/message/properties.py) */
 
 #define NAME_VALUE_SEP 1 /* \x01 */
@@ -3032,6 +3141,8 @@ static PyMethodDef methods[] = {
     {"encode_properties", FASTCALL(sp_encode_properties),
      "encode_properties(pairs, v5): the properties string of a dict or a list of (name, value)."},
     {"decode_properties", sp_decode_properties, METH_O, "decode_properties(text): name -> value."},
+    {"index_put", FASTCALL(sp_index_put),
+     "index_put(map, slot_count, entries_base, room, count, begin_phy, begin_ts, entries): index entries."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -118,6 +118,21 @@ class Speedups(Protocol):
 
     def decode_properties(self, text: str, /) -> dict[str, str] | None: ...
 
+    def index_put(
+        self,
+        index_map: object,
+        slot_count: int,
+        entries_base: int,
+        room: int,
+        count: int,
+        begin_phy_offset: int,
+        begin_timestamp: int,
+        entries: list[tuple[str, int, int]],
+        /,
+    ) -> tuple[int, int, int, int, int, int, int] | None:
+        """The broker's message-key index (``broker.store.index_file``, which reads ``speedups`` itself)."""
+        ...
+
 
 def _load() -> Speedups | None:
     if os.environ.get("RMQ_NO_SPEEDUPS", "") not in ("", "0"):

@@ -1001,6 +1001,14 @@ def test_no_memory_grows_over_many_calls() -> None:
             encode_stored_message(declined)
             decode_properties(encode_properties({"TAGS": "a", "KEYS": "b c", "\u00e9": "\U0001f600"}))
             decode_properties("A\x01")  # declined by C
+            c = accel.speedups
+            assert c is not None
+            index_map = bytearray(40 + 4 * 4 + 8 * 20)
+            assert c.index_put(index_map, 4, 56, 7, 1, 0, 0, [("T#a", 1, 2), ("T#b", 3, 4)]) is not None
+            assert c.index_put(index_map, 4, 56, 7, 1, 0, 0, [("T#a", 2**63, 2)]) is None  # declined
+            assert (
+                c.index_put(bytearray(8), 4, 56, 7, 1, 0, 0, [("T#a", 1, 2)]) is None
+            )  # too small: declined
             with pytest.raises(CodecError):
                 encode_properties({"a": "b\x02"})  # declined by C, refused by the reference
 

@@ -6,7 +6,10 @@ import struct
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from broker.store import index_file as index_file_module
 from broker.store.consume_queue import ConsumeQueue, tag_hash_code, to_java_int
 from broker.store.index_file import HEADER_SIZE, IndexFile, index_file_size, index_key_hash
 from broker.store.index_service import IndexService
@@ -213,3 +216,56 @@ def test_consume_queue_recovery_cuts_a_torn_entry(tmp_path: Path) -> None:
     assert reloaded.put(5, 500, 100, 0)
     entry = reloaded.get(5)
     assert entry is not None and entry.size == 100
+
+
+@pytest.mark.skipif(index_file_module._c is None, reason="the C accelerator is not built or is switched off")
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    puts=st.lists(
+        st.lists(
+            st.tuples(
+                st.one_of(
+                    st.sampled_from(["T#a", "polygenelubricants"]),
+                    st.text(alphabet=st.sampled_from(["a", "#", "\u00e9", "\U0001f600"])),
+                ),
+                st.integers(0, 2**40),
+                st.one_of(st.integers(-(2**40), 2**45), st.just(0)),
+            ),
+            max_size=4,
+        ),
+        max_size=8,
+    ),
+    slot_count=st.integers(1, 5),
+    entry_count=st.integers(1, 12),
+)
+def test_index_entries_written_in_c_match_the_reference_byte_for_byte(
+    tmp_path_factory: pytest.TempPathFactory,
+    puts: list[list[tuple[str, int, int]]],
+    slot_count: int,
+    entry_count: int,
+) -> None:
+    """Slots, chains, the full file, begin and end in the header: the same bytes and counts either way."""
+    folder = tmp_path_factory.mktemp("index")
+    outcomes = []
+    for accelerated in (True, False):
+        index = IndexFile.create(folder / f"c-{accelerated}", slot_count, entry_count)
+        saved = index_file_module._c
+        index_file_module._c = saved if accelerated else None
+        try:
+            written = [index.put_entries(list(entries)) for entries in puts]
+        finally:
+            index_file_module._c = saved
+        state = (index.count, index.used_slots, index.begin_phy_offset, index.end_phy_offset)
+        index.close()
+        outcomes.append((written, state, index.path.read_bytes()))
+    assert outcomes[0] == outcomes[1]
+
+
+def test_index_entries_the_c_writer_declines_go_to_the_reference(tmp_path: Path) -> None:
+    index = IndexFile.create(tmp_path / "declined", slot_count=4, entry_count=10)
+    with pytest.raises(struct.error):  # an offset beyond a Java long: C declines, the reference refuses
+        index.put_entries([("T#a", 100, 1), ("T#b", 2**63, 2)])
+    assert index.count <= 1 and index.lookup("T#a", 10, 0, 2**62) == []
+    assert index.put_entries([("T#a", 100, 1)]) == 1  # and the file takes the next entries as before
+    assert index.lookup("T#a", 10, 0, 2**62) == [100]
+    index.close()
