@@ -119,7 +119,11 @@ class Segment:
         self._write_fully(position, data)
 
     def _write_fully(self, position: int, data: bytes) -> None:
-        view = memoryview(data)
+        written = os.pwrite(self._fd, data, position)
+        if written == len(data):  # the usual case: one call wrote it all
+            return
+        view = memoryview(data)[written:]
+        position += written
         while view:
             written = os.pwrite(self._fd, view, position)
             view = view[written:]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import struct
 from pathlib import Path
 
@@ -41,6 +42,22 @@ def test_segment_is_preallocated_and_truncation_zeroes_the_tail(tmp_path: Path) 
         segment.append(b"x" * 5000)
     segment.destroy()
     assert not segment.path.exists()
+
+
+def test_segment_append_finishes_a_short_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    segment = Segment.create(tmp_path, 4096, 4096)
+    real_pwrite = os.pwrite
+    calls: list[int] = []
+
+    def short_pwrite(fd: int, data: bytes | memoryview, position: int) -> int:
+        calls.append(position)
+        return real_pwrite(fd, bytes(data[:3]), position)  # the kernel may write less than asked
+
+    monkeypatch.setattr(os, "pwrite", short_pwrite)
+    assert segment.append(b"0123456789") == 4096
+    assert segment.read(0, 10) == b"0123456789" and segment.write_offset == 4096 + 10
+    assert calls == [0, 3, 6, 9]
+    segment.close()
 
 
 def test_segment_queue_finds_rolls_and_cuts(tmp_path: Path) -> None:
