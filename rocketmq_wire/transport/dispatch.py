@@ -352,14 +352,18 @@ class RequestDispatcher:
             peer.lane_task = None
             self._abandon_lane(conn, peer)  # only left over when cancelled
 
+    @staticmethod
+    def _start(job: _Job, conn: Connection) -> RemotingCommand | None:
+        """The job's turn has come: the gate's answer instead of the handler's, if it has one."""
+        job.started = True
+        gate = job.registration.gate
+        return None if gate is None else gate.on_start(job.request, conn, job.arrived_at)
+
     async def _run(self, job: _Job, conn: Connection) -> None:
         request = job.request
-        job.started = True
         response: RemotingCommand | None = None
         try:
-            gate = job.registration.gate
-            if gate is not None:
-                response = gate.on_start(request, conn, job.arrived_at)
+            response = self._start(job, conn)
             if response is None:
                 response = await job.registration.handler(request, conn)
         except Exception as exc:
@@ -374,7 +378,7 @@ class RequestDispatcher:
             response = _failure_answer(request, conn, exc)
         _answer_now(request, response, conn)
 
-    # -- eager jobs: started in one callback, a task only for those that wait ---------------------------
+    # -- eager jobs: started in one callback, continued by what they wait on -----------------------------
 
     def _start_eager_jobs(self) -> None:
         self._drain = None
@@ -391,18 +395,15 @@ class RequestDispatcher:
             self._drain = asyncio.get_running_loop().call_soon(self._start_eager_jobs)
 
     def _start_eager(self, job: _Job, conn: Connection, peer: _PeerState) -> bool:
-        """Start one job; True if it has to wait (it continues in a task)."""
+        """Start one job; True if it has to wait (it goes on once what it waits on is done)."""
         if conn.writing_paused:  # its answer would have to wait for the peer: the task path waits
             task = self._spawn(self._handle_one(job, conn, peer))
             task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
             return True
         request = job.request
-        job.started = True
         response: RemotingCommand | None = None
         try:
-            gate = job.registration.gate
-            if gate is not None:
-                response = gate.on_start(request, conn, job.arrived_at)
+            response = self._start(job, conn)
             if response is None:
                 started = job.registration.handler(request, conn)
                 coro = started if type(started) is types.CoroutineType else _awaiting(started)

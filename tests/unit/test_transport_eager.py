@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable, Generator
 from typing import Any, cast
 
 import pytest
@@ -102,18 +102,23 @@ class OddAwaitable:
         yield "not a future"
 
 
-async def test_a_handler_waiting_on_anything_else_is_continued_by_a_task() -> None:
-    reached: list[str] = []
+def awaiting_odd(ended: list[str]) -> Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand]]:
+    """A handler that awaits an :class:`OddAwaitable` and notes when it ends."""
 
     async def odd(request: RemotingCommand, conn: Connection) -> RemotingCommand:
         try:
             await OddAwaitable()
         finally:
-            reached.append("finally")
+            ended.append("finally")
         return request.make_response(ResponseCode.SUCCESS)
 
+    return odd
+
+
+async def test_a_handler_waiting_on_anything_else_is_continued_by_a_task() -> None:
+    reached: list[str] = []
     dispatcher = RequestDispatcher()
-    dispatcher.register(CODE, odd, eager=True)
+    dispatcher.register(CODE, awaiting_odd(reached), eager=True)
     fake = FakeConnection()
     dispatcher(RemotingCommand.request(CODE, opaque=4), cast(Connection, fake))
     await settle()
@@ -231,16 +236,8 @@ async def test_closing_cancels_queued_jobs_in_the_gate_and_ends_waiting_handlers
 
 async def test_a_handler_whose_task_is_cancelled_before_its_first_step_is_closed() -> None:
     ended: list[str] = []
-
-    async def odd(request: RemotingCommand, conn: Connection) -> RemotingCommand:
-        try:
-            await OddAwaitable()
-        finally:
-            ended.append("finally")
-        return request.make_response(ResponseCode.SUCCESS)
-
     dispatcher = RequestDispatcher()
-    dispatcher.register(CODE, odd, eager=True)
+    dispatcher.register(CODE, awaiting_odd(ended), eager=True)
     dispatcher(RemotingCommand.request(CODE, opaque=1), cast(Connection, FakeConnection()))
     # Run only the drain callback: the handler is suspended, its task made but not stepped yet.
     await asyncio.sleep(0)
