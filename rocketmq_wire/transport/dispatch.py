@@ -480,6 +480,7 @@ class RequestDispatcher:
             self._wait_for(coro, waiting_on, job, conn, peer)
             return
         try:
+            # Written at once even while the peer reads slowly: it is one of the answers max_in_flight bounds.
             _answer_now(job.request, response, conn)
         finally:
             self._finished(conn, peer)
