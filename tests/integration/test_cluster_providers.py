@@ -24,7 +24,13 @@ from tests.integration.apache.servers import start_namesrv
 from tests.integration.clusters import apache_docker, processes, providers
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import ProviderUnavailable
-from tests.integration.clusters.processes import ManagedProcess, free_port, free_port_block, is_running
+from tests.integration.clusters.processes import (
+    ManagedProcess,
+    StartupError,
+    free_port,
+    free_port_block,
+    is_running,
+)
 
 pytestmark = [pytest.mark.integration]
 
@@ -170,6 +176,40 @@ def test_server_ports_stay_below_the_ephemeral_range_and_are_not_handed_out_twic
     taken = [p + o for p in blocks for o in (-2, 0, 1)] + singles
     assert all(processes.SERVER_PORTS_FLOOR <= p < floor for p in taken), (floor, sorted(taken)[:5])
     assert len(set(taken)) == len(taken), "a port was handed out twice"
+
+
+def test_a_container_that_did_not_boot_is_started_once_more_and_then_the_failure_is_raised() -> None:
+    """Ports are picked seconds before the JVM binds them, so one failed boot gets a second start (which
+    picks its ports again); a second failure, or the engine refusing, is not retried."""
+    calls: list[str] = []
+    server = apache_docker.DockerServer("b", "img", "abc", "127.0.0.1:1")
+
+    def flaky() -> apache_docker.DockerServer:
+        calls.append("flaky")
+        if len(calls) == 1:
+            raise apache_docker.NotBooted("b did not boot: BindException")
+        return server
+
+    assert apache_docker._with_fresh_ports("b", flaky) is server and len(calls) == 2
+
+    calls.clear()
+
+    def broken() -> apache_docker.DockerServer:
+        calls.append("broken")
+        raise apache_docker.NotBooted(f"attempt {len(calls)}")
+
+    with pytest.raises(apache_docker.NotBooted, match="attempt 2"):
+        apache_docker._with_fresh_ports("b", broken)
+
+    calls.clear()
+
+    def refused() -> apache_docker.DockerServer:
+        calls.append("refused")
+        raise StartupError("b: the Docker engine refused")
+
+    with pytest.raises(StartupError, match="refused"):
+        apache_docker._with_fresh_ports("b", refused)
+    assert calls == ["refused"]
 
 
 def _hello_jar(folder: Path) -> Path:

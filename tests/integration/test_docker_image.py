@@ -22,6 +22,7 @@ import pytest
 
 from admin import Admin, RequestRefusedError
 from producer import Message, Producer, SendStatus
+from tests.integration.apache import servers
 from tests.integration.apache.cache import peers_required
 from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters import apache_docker, docker_image
@@ -113,3 +114,26 @@ def test_apache_servers_in_local_image(release: ApacheRelease, tmp_path: Path) -
     broker_log = (launch.logs_dir / "docker-broker.log").read_text("utf-8", "replace")
     assert "boot success" in broker_log
     assert (launch.logs_dir / "docker-namesrv.log").is_file()
+
+
+def test_a_container_that_exits_before_booting_is_removed_and_its_output_reported(tmp_path: Path) -> None:
+    reason = apache_docker.engine_unavailable()
+    if reason is not None:
+        _unavailable(reason)
+    [release, *_] = apache_docker.releases()
+    try:
+        image = docker_image.apache_image(release)
+    except ProviderUnavailable as exc:
+        _unavailable(str(exc))
+    launch = Launch(tmp_path / "work", tmp_path / "logs")
+    launch.logs_dir.mkdir(parents=True)
+    marker = unique_name("no-boot")
+    command = ["sh", "-c", f"echo {marker}; echo the-end >&2; exit 3"]
+    with pytest.raises(apache_docker.NotBooted) as failed:
+        apache_docker._run(launch, "doomed", image, command, {}, servers.BROKER_BOOT, "127.0.0.1:1")
+    assert marker in str(failed.value) and "the-end" in str(failed.value)
+    assert apache_docker.containers_of(launch) == [], "the failed container is still in the engine"
+    [saved] = launch.logs_dir.glob("doomed-failed-*.log")
+    assert marker in saved.read_text("utf-8", "replace")
+    launch.check_alive()  # nothing of the failed start is left to be checked
+    assert launch.stop(discard=True) == []

@@ -26,6 +26,7 @@ import functools
 import importlib
 import io
 import ipaddress
+import itertools
 import logging
 import os
 import re
@@ -73,6 +74,16 @@ NAME_LABEL = "io.github.rocketmq-toolkit.it.name"
 BOOT_POLL_S = 0.25
 #: How often :meth:`Launch.check_alive` may ask the engine whether a container still runs.
 CHECK_INTERVAL_S = 1.0
+#: How much of a failed container's output goes into the :class:`StartupError` (a Java stack trace).
+OUTPUT_TAIL_LINES = 40
+
+
+class NotBooted(StartupError):
+    """A container started and then exited, or never printed its boot line."""
+
+
+#: Numbers the logs of containers that failed to boot (``<name>-failed-<n>.log``).
+_failures = itertools.count(1)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -277,7 +288,9 @@ def _run(
     addr: str,
 ) -> DockerServer:
     """Start ``command`` in a container of ``image`` on the host's network with ``files`` copied in, wait
-    for ``boot`` in its output; the launch stops and removes it."""
+    for ``boot`` in its output; the launch stops and removes it. A container that fails to boot is removed
+    at once (its output kept in the launch's logs as ``<name>-failed.log``), and its last lines go into
+    the :class:`StartupError`."""
     from testcontainers.core.container import DockerContainer
     from testcontainers.core.wait_strategies import LogMessageWaitStrategy
 
@@ -288,31 +301,63 @@ def _run(
     container.waiting_for(
         LogMessageWaitStrategy(boot).with_startup_timeout(int(BOOT_TIMEOUT_S)).with_poll_interval(BOOT_POLL_S)
     )
-    launch.on_stop(name, lambda discard: _undo(container, name, launch.logs_dir, discard))
-    launch.on_check(_liveness(container, name))
     started = time.monotonic()
     try:
         container.start()
-    except (TimeoutError, RuntimeError, OSError) as exc:
-        raise StartupError(f"{name} ({image}) did not boot: {exc}") from exc
     except Exception as exc:
+        output = _output_tail(container)
+        leftovers = "".join(f"\n{x}" for x in _undo(container, _failed_name(name), launch.logs_dir, True))
         if isinstance(exc, docker_sdk().errors.DockerException):
-            raise StartupError(f"{name} ({image}): the Docker engine refused: {exc}") from exc
+            raise StartupError(f"{name} ({image}): the Docker engine refused: {exc}{leftovers}") from exc
+        if isinstance(exc, (TimeoutError, RuntimeError, OSError)):
+            detail = f"{exc}\n--- the last lines of its output ---\n{output}{leftovers}"
+            raise NotBooted(f"{name} ({image}) did not boot: {detail}") from exc
         raise
+    launch.on_stop(name, lambda discard: _undo(container, name, launch.logs_dir, discard))
+    launch.on_check(_liveness(container, name))
     container_id = container.get_container_id()
     log.info("%s up in container %s in %.1f s", name, container_id[:12], time.monotonic() - started)
     return DockerServer(name, image, container_id, addr)
+
+
+def _failed_name(name: str) -> str:
+    """Where a container that failed to boot leaves its logs: one name per failure, never reused."""
+    return f"{name}-failed-{next(_failures)}"
+
+
+def _output_tail(container: Any, lines: int = OUTPUT_TAIL_LINES) -> str:
+    """The last ``lines`` of a container's output (stdout and stderr), or why there are none."""
+    try:
+        return str(container.get_wrapped_container().logs(tail=lines).decode("utf-8", "replace"))
+    except Exception as exc:  # never created, or the engine failed
+        return f"(no output: {exc})"
+
+
+def _with_fresh_ports(name: str, start: Callable[[], DockerServer]) -> DockerServer:
+    """``start()`` (which picks its ports), once more when the first container exits before booting.
+
+    Ports are picked free on this host seconds before the JVM binds them, and in that time a server of
+    another test worker may take one; the first failure's output is logged, the second is raised."""
+    try:
+        return start()
+    except NotBooted as exc:
+        log.warning("%s failed to boot; starting it once more on fresh ports. %s", name, exc)
+    return start()
 
 
 def start_namesrv(launch: Launch, release: ApacheRelease, name: str = "docker-namesrv") -> NamesrvEndpoint:
     """Apache's NameServer of ``release`` in a container, listening on a free port of this host's loopback."""
     require_engine()
     image = apache_image(release)
-    port = free_port()
-    settings = configs.render({"listenPort": str(port), "bindAddress": "127.0.0.1"})
     command = _java("namesrv", servers.NAMESRV_MAIN, ["-c", NAMESRV_CONF])
-    addr = f"127.0.0.1:{port}"
-    _run(launch, name, image, command, {NAMESRV_CONF: settings}, servers.NAMESRV_BOOT, addr)
+
+    def start() -> DockerServer:
+        port = free_port()
+        settings = configs.render({"listenPort": str(port), "bindAddress": "127.0.0.1"})
+        addr = f"127.0.0.1:{port}"
+        return _run(launch, name, image, command, {NAMESRV_CONF: settings}, servers.NAMESRV_BOOT, addr)
+
+    addr = _with_fresh_ports(name, start).addr
     # Containers (on the host's network) reach it where this host does.
     return NamesrvEndpoint(addr, release.version, internal_addr=addr)
 
@@ -332,15 +377,19 @@ def start_broker(
     require_engine()
     namesrv_addr = namesrv if isinstance(namesrv, str) else namesrv.addr
     image = apache_image(release)
-    port = free_port_block()
-    settings = configs.broker_properties(
-        listen_port=port,
-        namesrv_addr=namesrv_addr,
-        store_dir=STORE_DIR,
-        broker_ip="127.0.0.1",
-        broker_name=broker_name,
-        extra={"bindAddress": "127.0.0.1", **(extra or {})},
-    )
     command = _java("broker", servers.BROKER_MAIN, ["-c", BROKER_CONF, "-n", namesrv_addr])
-    files = {BROKER_CONF: configs.render(settings)}
-    return _run(launch, name, image, command, files, servers.BROKER_BOOT, f"127.0.0.1:{port}")
+
+    def start() -> DockerServer:
+        port = free_port_block()
+        settings = configs.broker_properties(
+            listen_port=port,
+            namesrv_addr=namesrv_addr,
+            store_dir=STORE_DIR,
+            broker_ip="127.0.0.1",
+            broker_name=broker_name,
+            extra={"bindAddress": "127.0.0.1", **(extra or {})},
+        )
+        files = {BROKER_CONF: configs.render(settings)}
+        return _run(launch, name, image, command, files, servers.BROKER_BOOT, f"127.0.0.1:{port}")
+
+    return _with_fresh_ports(name, start)
