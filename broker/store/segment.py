@@ -1,15 +1,24 @@
 """One fixed-size file of a segmented log (commit log or consume queue).
 
-Apache maps each file into memory; we use positioned reads and writes on a file descriptor instead, which
-gives the same page-cache behaviour without the lifetime problems of Python ``mmap`` objects (a buffer that
-is still exported cannot be closed, so deleting a file being read would fail). Files are created at their
-full size, as Apache preallocates them, so the byte layout on disk is identical; the unwritten tail reads as
-zeros, which is what recovery treats as "nothing here".
+Apache maps each file into memory. Here writes go through a map too (a copy into the page cache, where a
+``pwrite`` is a system call per message: two per send, the commit log's and the consume queue's, and
+slower still while a flush of the same file runs), but reads use ``pread`` on the descriptor: a read through
+the map would hand out buffers, and a map with a buffer still exported cannot be closed, so deleting a file
+being read would fail. Files are created at their full size, as Apache preallocates them, so the byte layout
+on disk is identical; the unwritten tail reads as zeros, which is what recovery treats as "nothing here".
+
+A write through a map into a hole of a sparse file that the disk has no room for kills the process
+(SIGBUS) where ``pwrite`` would fail with ENOSPC. So disk blocks are reserved (``posix_fallocate``) a
+little ahead of the write position, :data:`RESERVE_AHEAD` at a time: a full disk fails that call, as a
+failed write would, and the file stays sparse past what was written. Where blocks cannot be reserved
+(no ``posix_fallocate``, or a file system that refuses it) the segment writes with ``pwrite``.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
+import mmap
 import os
 from pathlib import Path
 
@@ -20,6 +29,11 @@ NAME_DIGITS = 20
 # Segments are preallocated, so a data-only sync suffices (the size never changes); fdatasync still writes
 # the block allocation metadata needed to read the data back.
 _sync_data = getattr(os, "fdatasync", os.fsync)
+_reserve_blocks = getattr(os, "posix_fallocate", None)
+#: Disk blocks reserved past the write position of a segment written through its map, one call at a time.
+RESERVE_AHEAD = 1 << 20
+#: What ``posix_fallocate`` answers when the file system cannot reserve blocks: write with ``pwrite``.
+_CANNOT_RESERVE = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENODEV})
 
 
 def segment_name(start_offset: int) -> str:
@@ -41,7 +55,18 @@ class Segment:
     a stale read only makes that flush cover a little less.
     """
 
-    __slots__ = ("_closed", "_fd", "flushed_position", "path", "size", "start", "write_position")
+    __slots__ = (
+        "_closed",
+        "_fd",
+        "_map",
+        "_mappable",
+        "_reserved",
+        "flushed_position",
+        "path",
+        "size",
+        "start",
+        "write_position",
+    )
 
     def __init__(self, path: Path, start: int, size: int, fd: int) -> None:
         self.path = path
@@ -51,6 +76,11 @@ class Segment:
         self._closed = False
         self.write_position = 0
         self.flushed_position = 0
+        #: Written through once the first write reserved blocks; a file only read is never mapped.
+        self._map: mmap.mmap | None = None
+        self._mappable = _reserve_blocks is not None
+        #: Blocks of ``[0, _reserved)`` are allocated on disk: a write through the map below it cannot fault.
+        self._reserved = 0
 
     @classmethod
     def create(cls, directory: Path, start: int, size: int) -> Segment:
@@ -119,6 +149,11 @@ class Segment:
         self._write_fully(position, data)
 
     def _write_fully(self, position: int, data: bytes) -> None:
+        end = position + len(data)
+        if end <= self._reserved or (self._mappable and self._reserve(end)):
+            assert self._map is not None
+            self._map[position:end] = data
+            return
         written = os.pwrite(self._fd, data, position)
         if written == len(data):  # the usual case: one call wrote it all
             return
@@ -128,6 +163,24 @@ class Segment:
             written = os.pwrite(self._fd, view, position)
             view = view[written:]
             position += written
+
+    def _reserve(self, end: int) -> bool:
+        """Reserve disk blocks up to at least ``end`` and map the file; False when this segment cannot be
+        written through a map (then it never tries again). A full disk raises, as a write would."""
+        assert _reserve_blocks is not None
+        target = min(self.size, max(end, self._reserved + RESERVE_AHEAD))
+        try:
+            _reserve_blocks(self._fd, self._reserved, target - self._reserved)
+            if self._map is None:
+                self._map = mmap.mmap(self._fd, self.size)
+        except OSError as exc:
+            if exc.errno not in _CANNOT_RESERVE:
+                raise
+            log.info("segment %s is written without a map: %s", self.path, exc)
+            self._mappable = False
+            return False
+        self._reserved = target
+        return True
 
     def read(self, position: int, length: int) -> bytes:
         """Bytes at a relative position; short only if the range runs past the file."""
@@ -165,6 +218,8 @@ class Segment:
         Recovery relies on the zeros: a later scan must never meet stale records past the end it settled on.
         """
         position = max(0, min(position, self.size))
+        # Pages of the map past ``position`` are dropped with the blocks, and read as zeros afterwards.
+        self._reserved = min(self._reserved, position)
         os.ftruncate(self._fd, position)
         os.ftruncate(self._fd, self.size)
         os.fsync(self._fd)
@@ -178,6 +233,10 @@ class Segment:
     def close(self) -> None:
         if not self._closed:
             self._closed = True
+            self._reserved = 0
+            if self._map is not None:
+                self._map.close()  # never exported (reads use pread), so it always closes
+                self._map = None
             os.close(self._fd)
 
     def destroy(self) -> None:

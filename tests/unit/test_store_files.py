@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import struct
 from pathlib import Path
@@ -11,6 +12,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from broker.store import index_file as index_file_module
+from broker.store import segment as segment_module
 from broker.store.consume_queue import ConsumeQueue, tag_hash_code, to_java_int
 from broker.store.index_file import HEADER_SIZE, IndexFile, index_file_size, index_key_hash
 from broker.store.index_service import IndexService
@@ -45,6 +47,7 @@ def test_segment_is_preallocated_and_truncation_zeroes_the_tail(tmp_path: Path) 
 
 
 def test_segment_append_finishes_a_short_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(segment_module, "_reserve_blocks", None)  # no blocks reserved: written with pwrite
     segment = Segment.create(tmp_path, 4096, 4096)
     real_pwrite = os.pwrite
     calls: list[int] = []
@@ -57,6 +60,65 @@ def test_segment_append_finishes_a_short_write(tmp_path: Path, monkeypatch: pyte
     assert segment.append(b"0123456789") == 4096
     assert segment.read(0, 10) == b"0123456789" and segment.write_offset == 4096 + 10
     assert calls == [0, 3, 6, 9]
+    segment.close()
+
+
+def _refuse_pwrite(*args: object) -> int:
+    raise AssertionError("a segment that could reserve its blocks wrote with pwrite")
+
+
+def test_segment_writes_through_its_map_and_reserves_blocks_just_ahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    size = 16 * segment_module.RESERVE_AHEAD
+    segment = Segment.create(tmp_path, 0, size)
+    monkeypatch.setattr(os, "pwrite", _refuse_pwrite)
+    assert segment.append(b"first") == 0
+    assert segment.read(0, 5) == b"first"
+    allocated = segment.path.stat().st_blocks * 512
+    # Blocks are reserved a step ahead, and the rest of the file stays a hole.
+    assert segment_module.RESERVE_AHEAD <= allocated <= 2 * segment_module.RESERVE_AHEAD
+    big = bytes(range(256)) * (segment_module.RESERVE_AHEAD // 128)  # two steps' worth in one write
+    assert segment.append(big) == 5
+    assert segment.read(5, len(big)) == big
+    assert segment.path.stat().st_blocks * 512 <= 4 * segment_module.RESERVE_AHEAD
+    segment.truncate_to(3)  # the blocks go, the map reads zeros there, a new write reserves them again
+    assert segment.read(0, 8) == b"fir" + b"\0" * 5
+    assert segment.append(b"st") == 3 and segment.read(0, 8) == b"first\0\0\0"
+    segment.close()
+    with open(segment.path, "rb") as written:
+        assert written.read(8) == b"first\0\0\0"
+
+
+def test_segment_on_a_file_system_that_cannot_reserve_blocks_writes_with_pwrite(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    tried: list[tuple[int, int]] = []
+
+    def unsupported(fd: int, offset: int, length: int) -> None:
+        tried.append((offset, length))
+        raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+    monkeypatch.setattr(segment_module, "_reserve_blocks", unsupported)
+    segment = Segment.create(tmp_path, 0, 8192)
+    assert segment.append(b"abc") == 0 and segment.append(b"def") == 3
+    assert segment.read(0, 6) == b"abcdef"
+    assert len(tried) == 1  # asked once, then the segment keeps to pwrite
+    segment.close()
+
+
+def test_a_full_disk_fails_a_segment_write_instead_of_faulting(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def full(fd: int, offset: int, length: int) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(segment_module, "_reserve_blocks", full)
+    segment = Segment.create(tmp_path, 0, 8192)
+    with pytest.raises(OSError) as failed:
+        segment.append(b"abc")
+    assert failed.value.errno == errno.ENOSPC
+    assert segment.write_position == 0 and segment.read(0, 3) == b"\0\0\0"
     segment.close()
 
 
