@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from broker.store import FlushDiskType, MessageStore, PutMessageStatus, StoreConfig
+from broker.store import flush as flush_module
 from broker.store.checkpoint import load_checkpoint
 from broker.store.flush import GroupCommitService
 from broker.store.segment_queue import SegmentQueue
@@ -62,7 +64,13 @@ async def test_group_commit_acknowledges_many_appends_with_few_fsyncs(tmp_path: 
         await store.stop()
 
 
+def fsync_on_the_thread(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every round of group commit on the store's fsync thread, where these tests hold it up."""
+    monkeypatch.setattr(flush_module, "INLINE_FSYNC_MAX_S", 0.0)
+
+
 async def test_sync_append_waits_for_its_fsync(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fsync_on_the_thread(monkeypatch)
     started = threading.Event()
     gate = threading.Event()
     original: Callable[[SegmentQueue], int] = SegmentQueue.flush
@@ -93,6 +101,7 @@ async def test_sync_append_waits_for_its_fsync(tmp_path: Path, monkeypatch: pyte
 
 
 async def test_slow_fsync_answers_flush_disk_timeout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    fsync_on_the_thread(monkeypatch)
     gate = threading.Event()
     original: Callable[[SegmentQueue], int] = SegmentQueue.flush
 
@@ -207,3 +216,79 @@ async def test_group_commit_waits_time_out_each_at_its_own_deadline() -> None:
     assert ended["short"][0] is False and ended["long"][0] is False
     assert 0.1 <= ended["short"][1] < 0.4
     assert ended["long"][1] >= 0.5
+
+
+class _Disk:
+    """A flush that records which thread ran it and takes ``delay`` seconds."""
+
+    def __init__(self) -> None:
+        self.durable = 0
+        self.delay = 0.0
+        self.threads: list[int] = []
+
+    def flush(self) -> int:
+        self.threads.append(threading.get_ident())
+        if self.delay:
+            time.sleep(self.delay)
+        self.durable += 100
+        return self.durable
+
+    def on_loop(self, rounds: slice) -> list[bool]:
+        return [ident == threading.get_ident() for ident in self.threads[rounds]]
+
+
+async def test_group_commit_fsyncs_on_the_loop_while_the_disk_is_fast_and_on_its_thread_once_slow(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(flush_module, "INLINE_RETRY_S", 0.2)
+    disk = _Disk()
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        for _ in range(3):
+            assert await service.wait_durable(disk.durable + 1, 5)
+        assert disk.on_loop(slice(0, 3)) == [True, True, True]  # a fast disk: no thread handoff
+        disk.delay = 0.2 * flush_module.INLINE_FSYNC_MAX_S  # a little slower: the loop keeps it
+        assert await service.wait_durable(disk.durable + 1, 5)
+        # One stall lifts the average past the limit at once: the next rounds go to the thread.
+        disk.delay = 2 * flush_module.INLINE_FSYNC_MAX_S / flush_module.INLINE_WEIGHT
+        for _ in range(3):
+            assert await service.wait_durable(disk.durable + 1, 5)
+        assert disk.on_loop(slice(3, 7)) == [True, True, False, False]
+        disk.delay = 0.0
+        await asyncio.sleep(0.25)  # past INLINE_RETRY_S, but the thread's last round was slow: not yet
+        for _ in range(2):
+            assert await service.wait_durable(disk.durable + 1, 5)
+        assert disk.on_loop(slice(7, 9)) == [False, True]  # after a quick one: back on the loop
+        assert (service.rounds, service.inline_rounds) == (9, 6)
+        await service.close()
+
+
+async def test_group_commit_keeps_a_stalling_disk_off_the_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A round on the thread slower than INLINE_RETRY_UNDER_S: no retry on the loop, however long ago."""
+    monkeypatch.setattr(flush_module, "INLINE_RETRY_S", 0.0)
+    disk = _Disk()
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        disk.delay = 2 * flush_module.INLINE_RETRY_UNDER_S
+        for _ in range(3):
+            assert await service.wait_durable(disk.durable + 1, 5)
+        assert disk.on_loop(slice(0, 3)) == [True, False, False]
+        disk.delay = 0.0
+        for _ in range(2):  # the first fast round on the thread lets the next one onto the loop
+            assert await service.wait_durable(disk.durable + 1, 5)
+        assert disk.on_loop(slice(3, 5)) == [False, True]
+        await service.close()
+
+
+async def test_appends_of_one_turn_share_one_fsync_on_the_loop(tmp_path: Path) -> None:
+    store = MessageStore(tmp_path, sync_config())
+    await store.start()
+    try:
+        before = store.sync_count
+        results = await asyncio.gather(*(store.put_message_async(message(b"m%d" % i)) for i in range(20)))
+        assert all(r.status is PutMessageStatus.PUT_OK for r in results)
+        assert store.sync_count - before == 1
+        group_commit = store._group_commit
+        assert group_commit is not None and group_commit.inline_rounds == 1
+    finally:
+        await store.stop()
