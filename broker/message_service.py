@@ -61,7 +61,7 @@ class MessageService:
             )
             return result
         self._stats.put(result.message_count, result.wrote_bytes)
-        self._announce(messages)
+        self._announce(messages, result.queue_offset + 1)
         return result
 
     def announce_replicated(self, messages: Sequence[MessageExt]) -> None:
@@ -72,11 +72,13 @@ class MessageService:
         """
         self._announce(messages)
 
-    def _announce(self, messages: Sequence[MessageExt]) -> None:
+    def _announce(self, messages: Sequence[MessageExt], single_end: int | None = None) -> None:
+        """``single_end``: for one message just stored, its queue offset + 1, what the queue holds now
+        (at least: a later message announces itself), so the store is not asked."""
         if len(messages) == 1:  # a single send: no grouping by queue needed
             message = messages[0]
             if message.sys_flag & sysflag.TRANSACTION_MASK not in _INVISIBLE:
-                self._notify(message.topic, message.queue_id, (tag_hash_code(message.tags),))
+                self._notify(message.topic, message.queue_id, (tag_hash_code(message.tags),), single_end)
             return
         arrived: dict[tuple[str, int], list[int]] = {}
         for message in messages:
@@ -86,10 +88,13 @@ class MessageService:
         for (topic, queue_id), codes in arrived.items():
             self._notify(topic, queue_id, tuple(codes))
 
-    def _notify(self, topic: str, queue_id: int, codes: tuple[int, ...]) -> None:
+    def _notify(
+        self, topic: str, queue_id: int, codes: tuple[int, ...], max_offset: int | None = None
+    ) -> None:
         if not self._listeners:
             return
-        max_offset = self.store.get_max_offset(topic, queue_id)
+        if max_offset is None:
+            max_offset = self.store.get_max_offset(topic, queue_id)
         for listener in list(self._listeners):
             try:
                 listener(topic, queue_id, max_offset, codes)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from broker.config import BrokerConfig
@@ -26,7 +26,7 @@ log = logging.getLogger("broker.topic_config")
 SCHEDULE_QUEUE_NUMS = 18
 
 
-def to_body(config: dict[str, Any]) -> TopicConfig:
+def to_body(config: Mapping[str, Any]) -> TopicConfig:
     """The store's Java-named mapping as a typed :class:`TopicConfig`."""
     return TopicConfig(
         topic_name=str(config["topicName"]),
@@ -71,6 +71,8 @@ class TopicConfigManager:
         self._on_change: list[Callable[[], None]] = []
         #: Topics the NameServers' ORDER_TOPIC_CONFIG namespace marks as ordered (learned at registration).
         self.order_topics: frozenset[str] = frozenset()
+        #: :meth:`select_shared`'s conversions, each with the table entry it was made from.
+        self._shared: dict[str, tuple[Mapping[str, Any], TopicConfig]] = {}
 
     def on_change(self, callback: Callable[[], None]) -> None:
         self._on_change.append(callback)
@@ -153,6 +155,20 @@ class TopicConfigManager:
     def select(self, topic: str) -> TopicConfig | None:
         config = self._store.get(topic)
         return to_body(config) if config is not None else None
+
+    def select_shared(self, topic: str) -> TopicConfig | None:
+        """:meth:`select` without a fresh copy: the same object until the topic's config changes, for the
+        per-message paths (send, pull) that only read it. Never modify what this returns."""
+        entry = self._store.entry(topic)
+        if entry is None:
+            self._shared.pop(topic, None)
+            return None
+        cached = self._shared.get(topic)
+        if cached is not None and cached[0] is entry:
+            return cached[1]
+        converted = to_body(entry)
+        self._shared[topic] = (entry, converted)
+        return converted
 
     def all(self) -> dict[str, TopicConfig]:
         return {name: to_body(config) for name, config in self._store.topics().items()}
@@ -269,12 +285,14 @@ class TopicConfigManager:
         if version == self._store.data_version:
             return False
         self._store.replace_all(table, version)
+        self._shared.clear()
         log.info("took the master's topic table: %d topics", len(table))
         self._changed()
         return True
 
     def delete(self, topic: str) -> bool:
         removed = self._store.remove(topic)
+        self._shared.pop(topic, None)
         if removed:
             log.info("deleted topic %s", topic)
             self._changed()

@@ -85,7 +85,7 @@ class PullMessageProcessor:
                 ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
             )
 
-        topic_config = broker.topic_config_manager.select(topic)
+        topic_config = broker.topic_config_manager.select_shared(topic)
         if topic_config is None:
             log.error("pull from topic %s, which does not exist, by %s", topic, conn.remote_address)
             return request.make_response(

@@ -141,7 +141,7 @@ class SendMessageProcessor:
         refusal = topics.validate_topic(topic) or topics.check_send_allowed(topic)
         if refusal is not None:
             return self._answer(request, *refusal)
-        topic_config = manager.select(topic)
+        topic_config = manager.select_shared(topic)
         if topic_config is None:
             sys_flag = 0
             if header.unit_mode:

@@ -78,6 +78,12 @@ class TopicConfigStore:
             config = self._table.get(topic)
             return dict(config) if config is not None else None
 
+    def entry(self, topic: str) -> Mapping[str, Any] | None:
+        """The table's own mapping for ``topic``, not a copy: never modify it. Entries are replaced whole
+        on every change, never edited, so the same object means the same config (what a cache of
+        conversions keys on)."""
+        return self._table.get(topic)  # one dict read: atomic, no lock needed
+
     def put(self, config: Mapping[str, Any], *, persist: bool = True) -> None:
         """Create or replace a topic's config (``topicName`` names it) and, by default, persist at once
         as Apache does on every topic change."""

@@ -9,12 +9,18 @@ import pytest
 
 from broker import Broker
 from broker.config import BrokerConfig, parse_delay_levels, parse_properties
+from broker.store import TopicConfigStore
 from broker.testing import BrokerClient, running_broker
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RequestCode, ResponseCode
 from rocketmq_wire.bodies.consumer import ConsumerOffsetSerializeWrapper
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.stats import TopicStatsTable
-from rocketmq_wire.bodies.topic_config import TopicConfigAndQueueMapping, TopicConfigSerializeWrapper
+from rocketmq_wire.bodies.topic_config import (
+    TopicConfig,
+    TopicConfigAndQueueMapping,
+    TopicConfigSerializeWrapper,
+)
 from rocketmq_wire.headers.admin import GetBrokerConfigResponseHeader
 from rocketmq_wire.headers.topic import (
     DeleteTopicRequestHeader,
@@ -173,3 +179,20 @@ def test_config_properties_round_trip_and_delay_levels(tmp_path: Path) -> None:
     store = config.store_config()
     assert store.max_message_size == 4 * 1024 * 1024 and store.consume_queue_entries_per_file == 300_000
     assert parse_properties("# comment\n a = 1\nb:2\n\nc 3\n") == {"a": "1", "b": "2", "c": "3"}
+
+
+def test_the_shared_topic_config_is_one_object_until_the_topic_changes(tmp_path: Path) -> None:
+    """Sends and pulls read a topic's config per message; it is converted again only after a change."""
+    manager = TopicConfigManager(BrokerConfig(store_path_root_dir=str(tmp_path)), TopicConfigStore(tmp_path))
+    assert manager.select_shared("Shared") is None
+    manager.update(TopicConfig(topic_name="Shared", read_queue_nums=4, write_queue_nums=4, perm=6))
+    first = manager.select_shared("Shared")
+    assert first is not None and first.write_queue_nums == 4
+    assert manager.select_shared("Shared") is first
+    assert manager.select("Shared") == first and manager.select("Shared") is not first
+    manager.update(TopicConfig(topic_name="Shared", read_queue_nums=8, write_queue_nums=8, perm=4))
+    changed = manager.select_shared("Shared")
+    assert changed is not first and changed is not None
+    assert (changed.write_queue_nums, changed.perm, first.write_queue_nums) == (8, 4, 4)
+    assert manager.delete("Shared")
+    assert manager.select_shared("Shared") is None
