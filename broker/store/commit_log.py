@@ -43,7 +43,7 @@ class ScannedRecord:
 class CommitLog:
     def __init__(self, directory: Path, segment_size: int) -> None:
         self.segment_size = segment_size
-        self.segments = SegmentQueue(directory, segment_size)
+        self.segments = SegmentQueue(directory, segment_size, mapped=True)
         #: Where the last :meth:`scan` stopped: just past the last good record.
         self.scan_end = 0
 

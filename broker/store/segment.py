@@ -1,10 +1,12 @@
 """One fixed-size file of a segmented log (commit log or consume queue).
 
-Apache maps each file into memory. Here writes go through a map too (a copy into the page cache, where a
-``pwrite`` is a system call per message: two per send, the commit log's and the consume queue's, and
-slower still while a flush of the same file runs), but reads use ``pread`` on the descriptor: a read through
-the map would hand out buffers, and a map with a buffer still exported cannot be closed, so deleting a file
-being read would fail. Files are created at their full size, as Apache preallocates them, so the byte layout
+Apache maps each file into memory. Here a commit-log file is written through a map too (a copy into the
+page cache, where a ``pwrite`` is a system call per message, slower still while an fsync of the same file
+runs), but read with ``pread`` on the descriptor: a read through the map would hand out buffers, and a map
+with a buffer still exported cannot be closed, so deleting a file being read would fail. Consume-queue
+files are written with ``pwrite``: a broker has one per queue, thousands, and Python's ``mmap`` keeps a
+duplicate of the file's descriptor open for each map, which would double what they take of the process's
+descriptor limit. Files are created at their full size, as Apache preallocates them, so the byte layout
 on disk is identical; the unwritten tail reads as zeros, which is what recovery treats as "nothing here".
 
 A write through a map into a hole of a sparse file that the disk has no room for kills the process
@@ -68,7 +70,7 @@ class Segment:
         "write_position",
     )
 
-    def __init__(self, path: Path, start: int, size: int, fd: int) -> None:
+    def __init__(self, path: Path, start: int, size: int, fd: int, *, mapped: bool = False) -> None:
         self.path = path
         self.start = start
         self.size = size
@@ -78,12 +80,13 @@ class Segment:
         self.flushed_position = 0
         #: Written through once the first write reserved blocks; a file only read is never mapped.
         self._map: mmap.mmap | None = None
-        self._mappable = _reserve_blocks is not None
+        self._mappable = mapped and _reserve_blocks is not None
         #: Blocks of ``[0, _reserved)`` are allocated on disk: a write through the map below it cannot fault.
         self._reserved = 0
 
     @classmethod
-    def create(cls, directory: Path, start: int, size: int) -> Segment:
+    def create(cls, directory: Path, start: int, size: int, *, mapped: bool = False) -> Segment:
+        """A new file at its full size; ``mapped``: written through a map (see the module)."""
         path = directory / segment_name(start)
         fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
         try:
@@ -93,10 +96,10 @@ class Segment:
             os.close(fd)
             raise
         log.debug("created segment %s", path)
-        return cls(path, start, size, fd)
+        return cls(path, start, size, fd, mapped=mapped)
 
     @classmethod
-    def open_existing(cls, path: Path, start: int, size: int) -> Segment:
+    def open_existing(cls, path: Path, start: int, size: int, *, mapped: bool = False) -> Segment:
         """Open a file found on disk; a short file (a crash while creating it) is extended to full size."""
         fd = os.open(path, os.O_RDWR)
         try:
@@ -109,7 +112,7 @@ class Segment:
         except BaseException:
             os.close(fd)
             raise
-        return cls(path, start, size, fd)
+        return cls(path, start, size, fd, mapped=mapped)
 
     @property
     def end(self) -> int:

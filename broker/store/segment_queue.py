@@ -18,9 +18,11 @@ log = logging.getLogger("broker.store.segment_queue")
 
 
 class SegmentQueue:
-    def __init__(self, directory: Path, segment_size: int) -> None:
+    def __init__(self, directory: Path, segment_size: int, *, mapped: bool = False) -> None:
+        """``mapped``: the files are written through maps (see :mod:`broker.store.segment`)."""
         self.directory = directory
         self.segment_size = segment_size
+        self._mapped = mapped
         self._segments: list[Segment] = []
         #: fsync calls issued so far (group commit is judged by how few it needs).
         self.sync_count = 0
@@ -50,7 +52,7 @@ class SegmentQueue:
                 first = i
                 break
         for start, path in found[first:]:
-            segment = Segment.open_existing(path, start, self.segment_size)
+            segment = Segment.open_existing(path, start, self.segment_size, mapped=self._mapped)
             segment.write_position = segment.size
             segment.flushed_position = segment.size
             self._segments.append(segment)
@@ -99,7 +101,7 @@ class SegmentQueue:
         else:
             start = start_if_empty - start_if_empty % self.segment_size
         self.directory.mkdir(parents=True, exist_ok=True)
-        segment = Segment.create(self.directory, start, self.segment_size)
+        segment = Segment.create(self.directory, start, self.segment_size, mapped=self._mapped)
         self._segments.append(segment)
         return segment
 

@@ -47,8 +47,7 @@ def test_segment_is_preallocated_and_truncation_zeroes_the_tail(tmp_path: Path) 
 
 
 def test_segment_append_finishes_a_short_write(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(segment_module, "_reserve_blocks", None)  # no blocks reserved: written with pwrite
-    segment = Segment.create(tmp_path, 4096, 4096)
+    segment = Segment.create(tmp_path, 4096, 4096)  # not mapped (a consume-queue file): pwrite
     real_pwrite = os.pwrite
     calls: list[int] = []
 
@@ -71,7 +70,7 @@ def test_segment_writes_through_its_map_and_reserves_blocks_just_ahead(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     size = 16 * segment_module.RESERVE_AHEAD
-    segment = Segment.create(tmp_path, 0, size)
+    segment = Segment.create(tmp_path, 0, size, mapped=True)
     monkeypatch.setattr(os, "pwrite", _refuse_pwrite)
     assert segment.append(b"first") == 0
     assert segment.read(0, 5) == b"first"
@@ -90,6 +89,18 @@ def test_segment_writes_through_its_map_and_reserves_blocks_just_ahead(
         assert written.read(8) == b"first\0\0\0"
 
 
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc/self/fd (Linux)")
+def test_consume_queue_files_take_one_descriptor_each(tmp_path: Path) -> None:
+    """A broker has a consume-queue file per queue; a map would hold a second descriptor for each."""
+    queue = SegmentQueue(tmp_path / "cq", 40)
+    before = len(os.listdir("/proc/self/fd"))
+    for _ in range(6):
+        queue.create_next().append(b"q" * 20)
+    assert len(os.listdir("/proc/self/fd")) - before == 6
+    queue.close()
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 def test_segment_on_a_file_system_that_cannot_reserve_blocks_writes_with_pwrite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -100,7 +111,7 @@ def test_segment_on_a_file_system_that_cannot_reserve_blocks_writes_with_pwrite(
         raise OSError(errno.EOPNOTSUPP, "Operation not supported")
 
     monkeypatch.setattr(segment_module, "_reserve_blocks", unsupported)
-    segment = Segment.create(tmp_path, 0, 8192)
+    segment = Segment.create(tmp_path, 0, 8192, mapped=True)
     assert segment.append(b"abc") == 0 and segment.append(b"def") == 3
     assert segment.read(0, 6) == b"abcdef"
     assert len(tried) == 1  # asked once, then the segment keeps to pwrite
@@ -114,7 +125,7 @@ def test_a_full_disk_fails_a_segment_write_instead_of_faulting(
         raise OSError(errno.ENOSPC, "No space left on device")
 
     monkeypatch.setattr(segment_module, "_reserve_blocks", full)
-    segment = Segment.create(tmp_path, 0, 8192)
+    segment = Segment.create(tmp_path, 0, 8192, mapped=True)
     with pytest.raises(OSError) as failed:
         segment.append(b"abc")
     assert failed.value.errno == errno.ENOSPC
