@@ -3115,6 +3115,131 @@ sp_decode_properties(PyObject *module, PyObject *text)
 }
 
 /* ---------------------------------------------------------------------------------------------------- */
+/* FileMap(fd, size): a shared writable mapping of a file, written with write(offset, data).
+ *
+ * Python's mmap keeps a duplicate of the file's descriptor for as long as the map lives; a broker maps a
+ * file per consume queue, thousands, so that would double what its files take of the descriptor limit.
+ * This map keeps no descriptor (the caller owns the file's) and exports no buffer, so close() always
+ * unmaps. Writes are bounds-checked and refused once closed: a stray write can raise, never fault. */
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <sys/mman.h>
+#define HAVE_FILE_MAP 1
+
+typedef struct {
+    PyObject_HEAD
+    char *addr;
+    Py_ssize_t size;
+} FileMapObject;
+
+static PyObject *
+filemap_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
+{
+    int fd;
+    Py_ssize_t size;
+    static char *kwlist[] = {"fd", "size", NULL};
+    if (!PyArg_ParseTupleAndKeywords(args, kwargs, "in:FileMap", kwlist, &fd, &size)) {
+        return NULL;
+    }
+    if (size <= 0) {
+        return PyErr_Format(PyExc_ValueError, "a file map needs a positive size, not %zd", size);
+    }
+    FileMapObject *self = (FileMapObject *)type->tp_alloc(type, 0);
+    if (self == NULL) {
+        return NULL;
+    }
+    void *addr = mmap(NULL, (size_t)size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (addr == MAP_FAILED) {
+        Py_DECREF(self);
+        return PyErr_SetFromErrno(PyExc_OSError);
+    }
+    self->addr = (char *)addr;
+    self->size = size;
+    return (PyObject *)self;
+}
+
+static void
+filemap_unmap(FileMapObject *self)
+{
+    if (self->addr != NULL) {
+        munmap(self->addr, (size_t)self->size);
+        self->addr = NULL;
+    }
+}
+
+static void
+filemap_dealloc(FileMapObject *self)
+{
+    filemap_unmap(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *
+filemap_write(FileMapObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        return PyErr_Format(PyExc_TypeError, "write(offset, data) takes 2 arguments, not %zd", nargs);
+    }
+    Py_ssize_t offset = PyLong_AsSsize_t(args[0]);
+    if (offset == -1 && PyErr_Occurred()) {
+        return NULL;
+    }
+    Py_buffer data;
+    if (PyObject_GetBuffer(args[1], &data, PyBUF_SIMPLE) < 0) {
+        return NULL;
+    }
+    if (self->addr == NULL) {
+        PyBuffer_Release(&data);
+        return PyErr_Format(PyExc_ValueError, "write to a closed file map");
+    }
+    if (offset < 0 || data.len > self->size - offset) {
+        PyBuffer_Release(&data);
+        return PyErr_Format(PyExc_ValueError, "write of %zd bytes at %zd outside a file map of %zd bytes", data.len,
+                            offset, self->size);
+    }
+    memcpy(self->addr + offset, data.buf, (size_t)data.len);
+    PyBuffer_Release(&data);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+filemap_close(FileMapObject *self, PyObject *Py_UNUSED(ignored))
+{
+    filemap_unmap(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+filemap_closed(FileMapObject *self, void *Py_UNUSED(closure))
+{
+    return PyBool_FromLong(self->addr == NULL);
+}
+
+static PyMethodDef filemap_methods[] = {
+    {"write", (PyCFunction)(void (*)(void))filemap_write, METH_FASTCALL, "write(offset, data): copy data in."},
+    {"close", (PyCFunction)filemap_close, METH_NOARGS, "Unmap (written pages stay in the page cache)."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef filemap_getset[] = {
+    {"closed", (getter)filemap_closed, NULL, "Whether close() was called.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject FileMapType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "rocketmq_wire._speedups.FileMap",
+    .tp_basicsize = sizeof(FileMapObject),
+    .tp_dealloc = (destructor)filemap_dealloc,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "FileMap(fd, size): a shared writable map of a file that holds no descriptor of its own.",
+    .tp_methods = filemap_methods,
+    .tp_getset = filemap_getset,
+    .tp_new = filemap_new,
+};
+#endif
+
+/* ---------------------------------------------------------------------------------------------------- */
 
 #define FASTCALL(f) (PyCFunction)(void (*)(void))(f), METH_FASTCALL
 
@@ -3204,5 +3329,11 @@ PyInit__speedups(void)
         Py_DECREF(m);
         return NULL;
     }
+#ifdef HAVE_FILE_MAP
+    if (PyType_Ready(&FileMapType) < 0 || PyModule_AddObjectRef(m, "FileMap", (PyObject *)&FileMapType) < 0) {
+        Py_DECREF(m);
+        return NULL;
+    }
+#endif
     return m;
 }

@@ -28,6 +28,18 @@ _log = logging.getLogger(__name__)
 T = TypeVar("T")
 
 
+class FileMap(Protocol):
+    """A shared writable map of a file (``_speedups.FileMap``, POSIX builds only; the broker's store
+    reads ``speedups`` for it itself). Holds no descriptor of its own and exports no buffer."""
+
+    @property
+    def closed(self) -> bool: ...
+
+    def write(self, offset: int, data: bytes, /) -> None: ...
+
+    def close(self) -> None: ...
+
+
 class Speedups(Protocol):
     """The functions of ``_speedups.c``. ``None`` from one means "not handled here, run the reference"."""
 

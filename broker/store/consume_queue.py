@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.store.config import CONSUME_QUEUE_ENTRY_SIZE
+from broker.store.segment import maps_hold_no_descriptor
 from broker.store.segment_queue import SegmentQueue
 from rocketmq_wire.javahash import java_string_hash
 
@@ -61,7 +62,11 @@ class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         self.entries_per_file = entries_per_file
-        self._files = SegmentQueue(root / topic / str(queue_id), entries_per_file * CONSUME_QUEUE_ENTRY_SIZE)
+        self._files = SegmentQueue(
+            root / topic / str(queue_id),
+            entries_per_file * CONSUME_QUEUE_ENTRY_SIZE,
+            mapped=maps_hold_no_descriptor(),
+        )
         self._min_byte = 0
 
     # --- lifecycle ---------------------------------------------------------------------------------------

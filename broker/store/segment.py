@@ -4,9 +4,10 @@ Apache maps each file into memory. Here a commit-log file is written through a m
 page cache, where a ``pwrite`` is a system call per message, slower still while an fsync of the same file
 runs), but read with ``pread`` on the descriptor: a read through the map would hand out buffers, and a map
 with a buffer still exported cannot be closed, so deleting a file being read would fail. Consume-queue
-files are written with ``pwrite``: a broker has one per queue, thousands, and Python's ``mmap`` keeps a
-duplicate of the file's descriptor open for each map, which would double what they take of the process's
-descriptor limit. Files are created at their full size, as Apache preallocates them, so the byte layout
+files are too when the C accelerator's ``FileMap`` is at hand, and are written with ``pwrite`` otherwise:
+a broker has one per queue, thousands, and Python's ``mmap`` keeps a duplicate of the file's descriptor
+open for each map, which would double what they take of the process's descriptor limit (``FileMap``
+holds none). Files are created at their full size, as Apache preallocates them, so the byte layout
 on disk is identical; the unwritten tail reads as zeros, which is what recovery treats as "nothing here".
 
 A write through a map into a hole of a sparse file that the disk has no room for kills the process
@@ -22,7 +23,10 @@ import errno
 import logging
 import mmap
 import os
+from collections.abc import Callable
 from pathlib import Path
+
+from rocketmq_wire.accel import FileMap, Speedups, speedups
 
 log = logging.getLogger("broker.store.segment")
 
@@ -36,6 +40,41 @@ _reserve_blocks = getattr(os, "posix_fallocate", None)
 RESERVE_AHEAD = 1 << 20
 #: What ``posix_fallocate`` answers when the file system cannot reserve blocks: write with ``pwrite``.
 _CANNOT_RESERVE = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENODEV})
+
+
+#: The C accelerator, for its ``FileMap`` (read when a segment is first written through a map).
+_c: Speedups | None = speedups
+
+
+class _PythonFileMap:
+    """Python's ``mmap`` behind :class:`~rocketmq_wire.accel.FileMap`'s calls; it holds a duplicate of the
+    file's descriptor while it lives."""
+
+    __slots__ = ("_map",)
+
+    def __init__(self, fd: int, size: int) -> None:
+        self._map = mmap.mmap(fd, size)
+
+    @property
+    def closed(self) -> bool:
+        return self._map.closed
+
+    def write(self, offset: int, data: bytes) -> None:
+        self._map[offset : offset + len(data)] = data
+
+    def close(self) -> None:
+        self._map.close()  # never exported (reads use pread), so it always closes
+
+
+def _map_file() -> Callable[[int, int], FileMap]:
+    """How to map a file: the accelerator's ``FileMap`` when it has one, else Python's ``mmap``."""
+    native: Callable[[int, int], FileMap] | None = getattr(_c, "FileMap", None)
+    return native if native is not None else _PythonFileMap
+
+
+def maps_hold_no_descriptor() -> bool:
+    """Whether a map of a segment costs no descriptor of its own (whether consume queues map theirs)."""
+    return getattr(_c, "FileMap", None) is not None
 
 
 def segment_name(start_offset: int) -> str:
@@ -79,7 +118,7 @@ class Segment:
         self.write_position = 0
         self.flushed_position = 0
         #: Written through once the first write reserved blocks; a file only read is never mapped.
-        self._map: mmap.mmap | None = None
+        self._map: FileMap | None = None
         self._mappable = mapped and _reserve_blocks is not None
         #: Blocks of ``[0, _reserved)`` are allocated on disk: a write through the map below it cannot fault.
         self._reserved = 0
@@ -155,7 +194,7 @@ class Segment:
         end = position + len(data)
         if end <= self._reserved or (self._mappable and self._reserve(end)):
             assert self._map is not None
-            self._map[position:end] = data
+            self._map.write(position, data)
             return
         written = os.pwrite(self._fd, data, position)
         if written == len(data):  # the usual case: one call wrote it all
@@ -175,7 +214,7 @@ class Segment:
         try:
             _reserve_blocks(self._fd, self._reserved, target - self._reserved)
             if self._map is None:
-                self._map = mmap.mmap(self._fd, self.size)
+                self._map = _map_file()(self._fd, self.size)
         except OSError as exc:
             if exc.errno not in _CANNOT_RESERVE:
                 raise
@@ -238,7 +277,7 @@ class Segment:
             self._closed = True
             self._reserved = 0
             if self._map is not None:
-                self._map.close()  # never exported (reads use pread), so it always closes
+                self._map.close()
                 self._map = None
             os.close(self._fd)
 

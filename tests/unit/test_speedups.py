@@ -965,6 +965,44 @@ def test_properties_c_functions_take_the_usual_strings_and_decline_the_rest() ->
         assert c.decode_properties(skipped) is None
 
 
+# -- the store's file map --------------------------------------------------------------------------------
+
+
+@needs_c
+def test_file_map_writes_into_the_file_and_refuses_what_falls_outside(tmp_path: Path) -> None:
+    c = accel.speedups
+    file_map_type = getattr(c, "FileMap", None)
+    if file_map_type is None:
+        pytest.skip("this build of the accelerator has no FileMap (not a POSIX system)")
+    fd = os.open(tmp_path / "f", os.O_RDWR | os.O_CREAT, 0o600)
+    try:
+        os.ftruncate(fd, 8192)
+        before = len(os.listdir("/proc/self/fd")) if Path("/proc/self/fd").is_dir() else None
+        file_map = file_map_type(fd, 8192)
+        if before is not None:
+            assert len(os.listdir("/proc/self/fd")) == before  # no descriptor of its own
+        file_map.write(8187, memoryview(b"tail!"))
+        file_map.write(0, b"head")
+        assert os.pread(fd, 4, 0) == b"head" and os.pread(fd, 5, 8187) == b"tail!"
+        for offset, data in ((8188, b"tail!"), (-1, b"x"), (8192, b"x")):
+            with pytest.raises(ValueError, match="outside a file map of 8192 bytes"):
+                file_map.write(offset, data)
+        with pytest.raises(TypeError):
+            file_map.write(0, "text")
+        assert not file_map.closed
+        file_map.close()
+        file_map.close()  # twice is fine
+        assert file_map.closed
+        with pytest.raises(ValueError, match="closed"):
+            file_map.write(0, b"x")
+        with pytest.raises(ValueError, match="positive size"):
+            file_map_type(fd, 0)
+    finally:
+        os.close(fd)
+    with pytest.raises(OSError):
+        file_map_type(fd, 8192)  # closed descriptor
+
+
 # -- leaks -----------------------------------------------------------------------------------------------
 
 
@@ -976,8 +1014,9 @@ def _rss_kib() -> int:
 
 
 @needs_c
-def test_no_memory_grows_over_many_calls() -> None:
+def test_no_memory_grows_over_many_calls(tmp_path: Path) -> None:
     """Round trips, refused frames and refused encodes, repeated: a leaked object per call would show."""
+    map_path = tmp_path / "mapped"
     good = [f.frame for f in load_golden() if f.from_java][:40]
     binary = _binary_header(_entry(b"k", b"\xff"))
     bad = [
@@ -1012,9 +1051,21 @@ def test_no_memory_grows_over_many_calls() -> None:
             with pytest.raises(CodecError):
                 encode_properties({"a": "b\x02"})  # declined by C, refused by the reference
 
-    work(200)  # warm caches and allocator pools
-    before = _rss_kib()
-    work(2000)  # about 90k frames
+            file_map = c.FileMap(map_fd, 8192)  # type: ignore[attr-defined]
+            file_map.write(4096, b"x" * 100)  # a page touched: it counts while mapped
+            with pytest.raises(ValueError):
+                file_map.write(8190, b"xyz")
+            if rounds % 2:
+                file_map.close()  # else dropped unclosed: the map goes with the object
+
+    map_fd = os.open(map_path, os.O_RDWR | os.O_CREAT, 0o600)
+    os.ftruncate(map_fd, 8192)
+    try:
+        work(201)  # warm caches and allocator pools
+        before = _rss_kib()
+        work(2000)  # about 90k frames
+    finally:
+        os.close(map_fd)
     grown = _rss_kib() - before
     assert grown < 4096, f"resident set grew by {grown} KiB"
 

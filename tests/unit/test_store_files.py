@@ -90,15 +90,33 @@ def test_segment_writes_through_its_map_and_reserves_blocks_just_ahead(
 
 
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="counts descriptors in /proc/self/fd (Linux)")
-def test_consume_queue_files_take_one_descriptor_each(tmp_path: Path) -> None:
-    """A broker has a consume-queue file per queue; a map would hold a second descriptor for each."""
-    queue = SegmentQueue(tmp_path / "cq", 40)
+@pytest.mark.parametrize("mapped", [False, True], ids=["pwrite", "mapped"])
+def test_segment_files_take_one_descriptor_each(tmp_path: Path, mapped: bool) -> None:
+    """A broker has a consume-queue file per queue: a map may not hold a second descriptor for each (the
+    consume queues map theirs only when the accelerator's FileMap, which holds none, is at hand)."""
+    if mapped and not segment_module.maps_hold_no_descriptor():
+        pytest.skip("no C FileMap here: consume-queue files are not mapped, so there is nothing to count")
+    queue = SegmentQueue(tmp_path / "cq", 40, mapped=mapped)
     before = len(os.listdir("/proc/self/fd"))
     for _ in range(6):
         queue.create_next().append(b"q" * 20)
     assert len(os.listdir("/proc/self/fd")) - before == 6
     queue.close()
     assert len(os.listdir("/proc/self/fd")) == before
+
+
+def test_without_the_accelerator_a_mapped_segment_uses_pythons_mmap(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(segment_module, "_c", None)
+    assert not segment_module.maps_hold_no_descriptor()
+    segment = Segment.create(tmp_path, 0, 8192, mapped=True)
+    monkeypatch.setattr(os, "pwrite", _refuse_pwrite)
+    assert segment.append(b"abc") == 0 and segment.append(b"def") == 3
+    assert segment.read(0, 6) == b"abcdef"
+    assert isinstance(segment._map, segment_module._PythonFileMap)
+    segment.close()
+    assert segment._map is None
 
 
 def test_segment_on_a_file_system_that_cannot_reserve_blocks_writes_with_pwrite(
