@@ -169,6 +169,35 @@ def test_segment_queue_finds_rolls_and_cuts(tmp_path: Path) -> None:
     assert queue.max_offset == 1050 and second.read(26, 10) == b"\0" * 10
 
 
+def test_segment_queue_starts_its_flush_walk_past_the_files_known_durable(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    queue = SegmentQueue(tmp_path, 64)
+    for _ in range(40):
+        queue.create_next().append(b"d" * 64)
+    last = queue.create_next()
+    last.append(b"e" * 10)
+    assert queue.flush() == 40 * 64 + 10 == queue.flushed_offset
+    looked: list[int] = []
+    real_flush = Segment.flush
+
+    def counted(segment: Segment) -> bool:
+        looked.append(segment.start)
+        return real_flush(segment)
+
+    monkeypatch.setattr(Segment, "flush", counted)
+    last.append(b"f" * 5)
+    assert queue.flushed_offset == 40 * 64 + 10  # written, not yet synced
+    assert queue.flush() == 40 * 64 + 15
+    assert looked == [last.start]  # not the 40 files before it
+    # A cut below the floor: the file it cuts is no longer wholly synced, and the walk sees it again.
+    queue.set_end(10 * 64 + 7)
+    assert queue.flushed_offset == 10 * 64 + 7 == queue.max_offset
+    queue.find(10 * 64).append(b"g")  # type: ignore[union-attr]
+    assert queue.flushed_offset == 10 * 64 + 7
+    assert queue.flush() == 10 * 64 + 8
+
+
 def test_segment_queue_load_ignores_files_before_a_gap(tmp_path: Path) -> None:
     for start in (0, 2048, 3072):
         (tmp_path / segment_name(start)).write_bytes(b"\0" * 1024)
