@@ -102,15 +102,20 @@ class GroupCommitService:
         self._timer = None
         loop = asyncio.get_running_loop()
         now = loop.time()
+        self._answer(False, expired_by=now)
+        if self._waiters:
+            self._arm(loop, min(deadline for _, deadline, _ in self._waiters))
+
+    def _answer(self, durable: bool, *, covered_up_to: int = -1, expired_by: float = -math.inf) -> None:
+        """Settle with ``durable`` the waits for offsets up to ``covered_up_to`` or with deadlines up to
+        ``expired_by``; keep the others still waiting (a wait given up by its caller is dropped)."""
         waiting: list[tuple[int, float, asyncio.Future[bool]]] = []
         for waiter in self._waiters:
-            if waiter[1] <= now:
-                settle(waiter[2], False)
+            if waiter[0] <= covered_up_to or waiter[1] <= expired_by:
+                settle(waiter[2], durable)
             elif not waiter[2].done():
                 waiting.append(waiter)
         self._waiters = waiting
-        if waiting:
-            self._arm(loop, min(deadline for _, deadline, _ in waiting))
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -136,14 +141,8 @@ class GroupCommitService:
                 log.error("fsync stalled at offset %d with %d appends waiting", flushed, len(self._waiters))
                 return
             previous = flushed
-            still_waiting: list[tuple[int, float, asyncio.Future[bool]]] = []
-            for waiter in self._waiters:
-                if waiter[0] <= flushed:
-                    settle(waiter[2], True)
-                elif not waiter[2].done():
-                    still_waiting.append(waiter)
-            self._waiters = still_waiting
-            if not still_waiting and self._timer is not None:
+            self._answer(True, covered_up_to=flushed)
+            if not self._waiters and self._timer is not None:
                 self._timer.cancel()
                 self._timer = None
 

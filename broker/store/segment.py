@@ -74,7 +74,7 @@ def _map_file() -> Callable[[int, int], FileMap]:
 
 def maps_hold_no_descriptor() -> bool:
     """Whether a map of a segment costs no descriptor of its own (whether consume queues map theirs)."""
-    return getattr(_c, "FileMap", None) is not None
+    return _map_file() is not _PythonFileMap
 
 
 def segment_name(start_offset: int) -> str:
