@@ -62,6 +62,16 @@ def system_busy_remark(reason: str) -> str:
 CLEANER_PERIOD_MS = 10
 
 
+def ms_in_queue(arrived_at: float, now: float) -> int:
+    """How long a send has waited, read the way Apache reads it: the difference of two millisecond clocks.
+
+    Apache subtracts ``System.currentTimeMillis()`` readings, so a send that arrived at 9.99 ms and was
+    looked at 10.00 ms has waited 1 ms, not 0.01 ms. Refusal and remark both use this reading: a remark
+    saying a send waited 0 ms over a limit of 1 ms would contradict itself.
+    """
+    return int(now * 1000) - int(arrived_at * 1000)
+
+
 def cleaner_saw_it_late(arrived_at: float, started_at: float, wait_limit_ms: int) -> bool:
     """Whether Apache's cleaner would have refused a send queued from ``arrived_at`` to ``started_at``.
 
@@ -72,11 +82,9 @@ def cleaner_saw_it_late(arrived_at: float, started_at: float, wait_limit_ms: int
     next round went through on Apache's broker, and goes through here (counting every long wait as
     refused turned away sends Apache's broker would have stored).
     """
-    arrived_ms = int(arrived_at * 1000)
-    due_ms = arrived_ms + max(wait_limit_ms, 1)
     now_ms = int(started_at * 1000)
     last_round_ms = now_ms - now_ms % CLEANER_PERIOD_MS
-    return last_round_ms >= due_ms
+    return last_round_ms - int(arrived_at * 1000) >= max(wait_limit_ms, 1)
 
 
 def cleaned_remark(reason: str, waited_ms: int, queued: int) -> str:
@@ -153,12 +161,12 @@ class SendFlowControl:
         config = self._config
         if not config.broker_fast_failure_enable:
             return None
-        waited = max(0.0, (self._now() - arrived_at) * 1000)
-        if self._store.was_os_page_cache_busy_within(waited):
-            remark = cleaned_remark(PCBUSY_CLEAN_QUEUE, int(waited), self._queued)
+        now = self._now()
+        if self._store.was_os_page_cache_busy_within(max(0.0, (now - arrived_at) * 1000)):
+            remark = cleaned_remark(PCBUSY_CLEAN_QUEUE, ms_in_queue(arrived_at, now), self._queued)
             return self._refuse(request, conn, PCBUSY_CLEAN_QUEUE, remark)
-        if cleaner_saw_it_late(arrived_at, self._now(), config.wait_time_mills_in_send_queue):
-            remark = cleaned_remark(TIMEOUT_CLEAN_QUEUE, int(waited), self._queued)
+        if cleaner_saw_it_late(arrived_at, now, config.wait_time_mills_in_send_queue):
+            remark = cleaned_remark(TIMEOUT_CLEAN_QUEUE, ms_in_queue(arrived_at, now), self._queued)
             return self._refuse(request, conn, TIMEOUT_CLEAN_QUEUE, remark)
         return None
 

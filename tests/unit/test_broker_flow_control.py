@@ -18,7 +18,7 @@ import pytest
 
 from broker import Broker
 from broker.config import BrokerConfig, parse_properties
-from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl, cleaner_saw_it_late
+from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl, cleaner_saw_it_late, ms_in_queue
 from broker.store.commit_log import CommitLog
 from broker.testing import BrokerClient, running_broker
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -142,6 +142,19 @@ def test_the_cleaner_refuses_only_what_one_of_its_rounds_finds_waiting_too_long(
 ) -> None:
     # clock readings half-way through their millisecond
     assert cleaner_saw_it_late((arrived_ms + 0.5) / 1000, (started_ms + 0.5) / 1000, limit_ms) is refused
+
+
+def test_a_refusal_reports_the_wait_on_a_millisecond_clock_never_below_the_limit() -> None:
+    # Arrived at the end of 100,009 ms, looked at the start of 100,010 ms, just after the cleaner's round:
+    # 0.02 ms of real time, but Apache's clocks read 100,009 and 100,010, a wait of 1 ms >= the 1 ms limit.
+    flow, _store, clock, _config = gate(wait_time_mills_in_send_queue=1)
+    arrived = clock.now = 100.00999
+    assert flow.on_arrival(send_request(), CONN, arrived) is None
+    clock.now = 100.01001
+    answer = flow.on_start(send_request(), CONN, arrived)
+    assert answer is not None and answer.code == ResponseCode.SYSTEM_BUSY
+    assert "period in queue: 1ms, size of queue: 0" in (answer.remark or "")
+    assert ms_in_queue(100.00999, 100.01001) == 1 and ms_in_queue(100.0101, 100.0109) == 0
 
 
 def test_queued_through_a_busy_page_cache_is_pcbusy_before_timeout() -> None:
