@@ -40,7 +40,7 @@ from broker.processors.broker_admin import (
     UpdateBrokerConfigProcessor,
 )
 from broker.processors.client_manage import HeartbeatProcessor, UnregisterClientProcessor
-from broker.processors.common import AnswersInline, Handler, guarded, guarded_inline
+from broker.processors.common import AnswersInline, guarded, guarded_inline
 from broker.processors.consumer_admin import (
     GetConsumerConnectionListProcessor,
     GetConsumeStatsProcessor,
@@ -92,7 +92,7 @@ from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.headers.consumer import NotifyConsumerIdsChangedRequestHeader
 from rocketmq_wire.headers.transaction import CheckTransactionStateRequestHeader
 from rocketmq_wire.message.ids import UniqueIdGenerator
-from rocketmq_wire.transport import Connection, RemotingClient, RemotingError, RemotingServer
+from rocketmq_wire.transport import Connection, Handler, RemotingClient, RemotingError, RemotingServer
 from rocketmq_wire.transport.dispatch import RequestGate
 from rocketmq_wire.transport.tls import TlsConfig, TlsMode
 

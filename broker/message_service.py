@@ -8,11 +8,13 @@ same thing) and the runtime counters see every put.
 
 from __future__ import annotations
 
+import functools
 import logging
 from collections.abc import Callable, Mapping, Sequence
 
 from broker.stats import BrokerStats
 from broker.store import MessageStore, PutMessageResult, tag_hash_code
+from broker.store.waiting import outcome
 from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.properties import PropertiesFlavour, encode_java_properties
 from rocketmq_wire.message.stored import MessageExt
@@ -53,16 +55,32 @@ class MessageService:
 
     async def put_all(self, messages: Sequence[MessageExt]) -> PutMessageResult:
         """Append messages contiguously (a batch), then announce them to waiting consumers."""
-        result = await self.store.put_messages_async(messages)
+        return await outcome(functools.partial(self.put_all_then, messages))
+
+    def put_all_then(
+        self, messages: Sequence[MessageExt], done: Callable[[PutMessageResult], object]
+    ) -> PutMessageResult | None:
+        """:meth:`put_all` for callers that take the verdict in a callback: returned at once when the store
+        has it, else ``None`` and ``done(result)`` later (see :meth:`MessageStore.put_messages_then`)."""
+
+        def verdict(result: PutMessageResult) -> None:
+            self._account(messages, result)
+            done(result)
+
+        result = self.store.put_messages_then(messages, verdict)
+        if result is not None:
+            self._account(messages, result)
+        return result
+
+    def _account(self, messages: Sequence[MessageExt], result: PutMessageResult) -> None:
         if not result.status.stored:
             self._stats.put_failed()
             log.warning(
                 "put of %d message(s) to %s failed: %s", len(messages), messages[0].topic, result.status.name
             )
-            return result
+            return
         self._stats.put(result.message_count, result.wrote_bytes)
         self._announce(messages, result.queue_offset + 1)
-        return result
 
     def announce_replicated(self, messages: Sequence[MessageExt]) -> None:
         """Messages a slave copied from its master are in its queues now: wake the pulls waiting for them.

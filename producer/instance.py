@@ -47,7 +47,7 @@ from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const as props
 from rocketmq_wire.message import decode_message
 from rocketmq_wire.topics import CLIENT_INNER_PRODUCER_GROUP
-from rocketmq_wire.transport import Connection, Handler, RemotingClient, RemotingError
+from rocketmq_wire.transport import Connection, Handler, Outcome, RemotingClient, RemotingError
 
 logger = logging.getLogger("producer.instance")
 
@@ -271,7 +271,7 @@ class ClientInstance:
         return ProducerRpc(self.remoting, config)
 
     def _serve(self, code: int) -> Handler:
-        async def handle(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        async def handle(request: RemotingCommand, conn: Connection) -> Outcome:
             candidates = [m for m in self._members if code in m.handlers]
             if len(candidates) == 1:
                 return await candidates[0].handlers[code](request, conn)

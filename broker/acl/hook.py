@@ -16,10 +16,9 @@ import logging
 
 from broker.acl.errors import AclError
 from broker.acl.manager import PlainAclManager
-from broker.processors.common import Handler
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.transport import Connection, InlineHandler
+from rocketmq_wire.transport import Connection, Handler, InlineHandler, Outcome
 
 log = logging.getLogger("broker.acl")
 
@@ -28,7 +27,7 @@ def acl_guarded(handler: Handler, manager: PlainAclManager) -> Handler:
     """``handler`` behind the ACL check of ``manager`` (whose rules may be reloaded meanwhile)."""
 
     @functools.wraps(handler)
-    async def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+    async def run(request: RemotingCommand, conn: Connection) -> Outcome:
         refused, answer = _check(request, conn, manager)
         return answer if refused else await handler(request, conn)
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from broker.processors.common import Handler
 from broker.processors.consume_queue_view import QueryConsumeQueueProcessor
 from broker.processors.group_admin import (
     CloneGroupOffsetProcessor,
@@ -23,6 +22,7 @@ from broker.processors.store_admin import (
     DeleteExpiredCommitLogProcessor,
 )
 from rocketmq_wire import RequestCode
+from rocketmq_wire.transport import Handler
 
 if TYPE_CHECKING:
     from broker.broker import Broker

@@ -10,12 +10,11 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Awaitable, Callable
 from typing import Protocol, TypeVar, runtime_checkable
 
 from rocketmq_wire import CodecError, RemotingCommand, ResponseCode
 from rocketmq_wire.headers.base import CommandHeader
-from rocketmq_wire.transport import Connection, InlineHandler
+from rocketmq_wire.transport import Connection, Handler, InlineHandler, Outcome
 
 log = logging.getLogger("broker.processors")
 
@@ -23,8 +22,6 @@ H = TypeVar("H", bound=CommandHeader)
 
 #: The exception class name Java puts in front of a header-decoding failure.
 _JAVA_HEADER_EXCEPTION = "org.apache.rocketmq.remoting.exception.RemotingCommandException"
-
-Handler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
 
 
 @runtime_checkable
@@ -59,7 +56,7 @@ def guarded(handler: Handler) -> Handler:
     """``handler`` with :class:`BadRequest` answered as Java answers it (nothing at all for a oneway)."""
 
     @functools.wraps(handler)
-    async def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+    async def run(request: RemotingCommand, conn: Connection) -> Outcome:
         try:
             return await handler(request, conn)
         except BadRequest as exc:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import math
 import time
@@ -58,8 +59,8 @@ class GroupCommitService:
         self._flush = flush
         self._flushed = flushed
         self._executor = executor
-        # (offset, deadline in loop time, future), in the order the waits began.
-        self._waiters: list[tuple[int, float, asyncio.Future[bool]]] = []
+        # (offset, deadline in loop time, verdict callback), in the order the waits began.
+        self._waiters: list[tuple[int, float, Callable[[bool], object]]] = []
         self._timer: asyncio.TimerHandle | None = None
         self._worker: asyncio.Task[None] | None = None
         self._closed = False
@@ -74,23 +75,27 @@ class GroupCommitService:
 
     async def wait_durable(self, offset: int, timeout: float) -> bool:
         """True once every byte before ``offset`` is fsynced; False after ``timeout`` seconds."""
+        future: asyncio.Future[bool] = asyncio.get_running_loop().create_future()
+        verdict = self.when_durable(offset, timeout, functools.partial(settle, future))
+        return verdict if verdict is not None else await future
+
+    def when_durable(self, offset: int, timeout: float, verdict: Callable[[bool], object]) -> bool | None:
+        """The verdict now if it is known (True: durable already, False: closed); else None, and
+        ``verdict(durable)`` is called once, from the round that covers ``offset`` or once ``timeout``
+        seconds passed. Each waiter costs an entry in a list, no future and no loop callback of its own:
+        under SYNC_FLUSH every send waits here."""
         if self._flushed() >= offset:
             return True
         if self._closed:
             return False
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[bool] = loop.create_future()
         deadline = loop.time() + timeout
-        self._waiters.append((offset, deadline, future))
+        self._waiters.append((offset, deadline, verdict))
         if self._timer is None or deadline < self._timer.when():
             self._arm(loop, deadline)
         if self._worker is None or self._worker.done():
             self._worker = loop.create_task(self._run(), name="store-group-commit")
-        if await future:
-            return True
-        if self._flushed() < offset:
-            log.warning("fsync did not reach offset %d within %.1f s", offset, timeout)
-        return self._flushed() >= offset
+        return None
 
     def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
         if self._timer is not None:
@@ -102,20 +107,32 @@ class GroupCommitService:
         self._timer = None
         loop = asyncio.get_running_loop()
         now = loop.time()
+        flushed = self._flushed()
+        self._answer(True, covered_up_to=flushed)  # made durable by a round that has not reported yet
+        expired = sum(1 for _, deadline, _ in self._waiters if deadline <= now)
+        if expired:
+            log.warning("fsync did not reach offset %d in time for %d waiting append(s)", flushed, expired)
         self._answer(False, expired_by=now)
         if self._waiters:
             self._arm(loop, min(deadline for _, deadline, _ in self._waiters))
 
     def _answer(self, durable: bool, *, covered_up_to: int = -1, expired_by: float = -math.inf) -> None:
-        """Settle with ``durable`` the waits for offsets up to ``covered_up_to`` or with deadlines up to
-        ``expired_by``; keep the others still waiting (a wait given up by its caller is dropped)."""
-        waiting: list[tuple[int, float, asyncio.Future[bool]]] = []
+        """Give ``durable`` to the waits for offsets up to ``covered_up_to`` or with deadlines up to
+        ``expired_by``; keep the others waiting. A verdict callback that raises is logged; the rest still
+        hear theirs."""
+        waiting: list[tuple[int, float, Callable[[bool], object]]] = []
+        answered: list[Callable[[bool], object]] = []
         for waiter in self._waiters:
             if waiter[0] <= covered_up_to or waiter[1] <= expired_by:
-                settle(waiter[2], durable)
-            elif not waiter[2].done():
+                answered.append(waiter[2])
+            else:
                 waiting.append(waiter)
-        self._waiters = waiting
+        self._waiters = waiting  # before the callbacks, which may start new waits
+        for verdict in answered:
+            try:
+                verdict(durable)
+            except Exception:
+                log.exception("a group-commit waiter failed on its verdict")
 
     async def _run(self) -> None:
         loop = asyncio.get_running_loop()
@@ -170,9 +187,7 @@ class GroupCommitService:
             self._thread_round_s = time.perf_counter() - started
 
     def _fail_all(self) -> None:
-        waiters, self._waiters = self._waiters, []
-        for _, _, future in waiters:
-            settle(future, False)
+        self._answer(False, expired_by=math.inf)
         if self._timer is not None:
             self._timer.cancel()
             self._timer = None

@@ -22,12 +22,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import fcntl
+import functools
 import logging
 import os
 import re
 import threading
 import time
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Coroutine, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from types import TracebackType
@@ -53,6 +54,7 @@ from broker.store.results import (
     QueryMessageResult,
 )
 from broker.store.retention import DiskUsage, clean_expired, disk_used_ratio
+from broker.store.waiting import outcome
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const
 from rocketmq_wire.message.ids import encode_offset_msg_id
@@ -94,6 +96,12 @@ class ReplicaWaiter(Protocol):
     async def wait_replicated(self, offset: int, timeout_s: float) -> bool:
         """True once a slave acknowledged every byte before ``offset``; False after ``timeout_s``."""
         ...
+
+
+def _flush_verdict(result: PutMessageResult, durable: bool) -> PutMessageResult:
+    if durable:
+        return result
+    return dataclasses.replace(result, status=PutMessageStatus.FLUSH_DISK_TIMEOUT)
 
 
 class StoreLockedError(RuntimeError):
@@ -154,6 +162,8 @@ class MessageStore:
         # reputFromOffset). Appends dispatch at once; a slave's replicated bytes may end mid-record.
         self._reput_offset = 0
         self._replica_waiter: ReplicaWaiter | None = None
+        # Waits for a SYNC_MASTER append's verdict, kept until they report (the loop holds tasks weakly).
+        self._verdict_tasks: set[asyncio.Task[PutMessageResult]] = set()
         self._append_listeners: list[Callable[[int], None]] = []
         self._memory_bytes = total_physical_memory()
 
@@ -390,14 +400,26 @@ class MessageStore:
         return await self.put_messages_async([message])
 
     async def put_messages_async(self, messages: Sequence[MessageExt]) -> PutMessageResult:
-        """Append, then wait for what the configuration promises before answering.
+        """Append, then wait for what the configuration promises before answering (see
+        :meth:`put_messages_then`)."""
+        return await outcome(functools.partial(self.put_messages_then, messages))
 
-        Under SYNC_FLUSH that is the group commit covering the batch: one that misses
+    def put_messages_then(
+        self, messages: Sequence[MessageExt], done: Callable[[PutMessageResult], object]
+    ) -> PutMessageResult | None:
+        """Append, then the verdict of what the configuration promises: returned at once when there is
+        nothing to wait for; otherwise ``None``, and ``done(result)`` is called once, when the wait is over.
+
+        Under SYNC_FLUSH the wait is for the group commit covering the batch: one that misses
         ``sync_flush_timeout_ms`` answers FLUSH_DISK_TIMEOUT. As a SYNC_MASTER it is a slave holding the
         batch (Apache's ``submitReplicaRequest``): SLAVE_NOT_AVAILABLE at once when no slave is connected
         or the slave is too far behind to wait for, FLUSH_SLAVE_TIMEOUT when none acknowledged within
         ``slave_timeout_ms``. Both waits run together and the replica's verdict wins, as Apache combines
         them. Whatever the verdict, the messages are stored, as in Apache.
+
+        The SYNC_FLUSH wait alone (the common case) costs an entry in the group commit's list and no
+        coroutine: ``done`` is called from the round that makes the batch durable. Must be called on the
+        event loop.
         """
         result, end = self._append(messages)
         config = self.config
@@ -405,6 +427,38 @@ class MessageStore:
         sync_master = config.broker_role is BrokerRole.SYNC_MASTER
         if not result.ok or not (sync_flush or sync_master) or not self._waits_for_store(messages):
             return result
+        group_commit = self._group_commit
+        if sync_master or group_commit is None:
+            self._wait_in_task(self._verdict(result, end, sync_flush, sync_master), result, done)
+            return None
+        durable = group_commit.when_durable(
+            end, config.sync_flush_timeout_ms / 1000, lambda durable: done(_flush_verdict(result, durable))
+        )
+        return None if durable is None else _flush_verdict(result, durable)
+
+    def _wait_in_task(
+        self,
+        verdict: Coroutine[Any, Any, PutMessageResult],
+        result: PutMessageResult,
+        done: Callable[[PutMessageResult], object],
+    ) -> None:
+        task = asyncio.get_running_loop().create_task(verdict)
+        self._verdict_tasks.add(task)
+
+        def report(finished: asyncio.Task[PutMessageResult]) -> None:
+            self._verdict_tasks.discard(finished)
+            if finished.cancelled() or finished.exception() is not None:
+                if not finished.cancelled():
+                    log.error("waiting for an append's verdict failed", exc_info=finished.exception())
+                done(dataclasses.replace(result, status=PutMessageStatus.UNKNOWN_ERROR))
+            else:
+                done(finished.result())
+
+        task.add_done_callback(report)
+
+    async def _verdict(
+        self, result: PutMessageResult, end: int, sync_flush: bool, sync_master: bool
+    ) -> PutMessageResult:
         flush = self._await_flush(end) if sync_flush else None
         replica = self._await_replica(end) if sync_master else None
         if flush is not None and replica is not None:

@@ -1,13 +1,18 @@
-"""Waiting for a verdict with a deadline, at the cost of a future and a timer.
+"""Waiting for a verdict cheaply: these waits are on the send path.
 
-Every SYNC_FLUSH send waits for the group commit and every SYNC_MASTER send for a slave, so these waits
-are on the send path: ``asyncio.wait_for`` would make a task per wait (and ``shield`` another future);
-a bare future settled by whichever comes first, the verdict or the timer, does the same job.
+Every SYNC_MASTER send waits for a slave: ``asyncio.wait_for`` would make a task per wait (and ``shield``
+another future); a bare future settled by whichever comes first, the verdict or the timer, does the same
+job. Every SYNC_FLUSH send waits for the group commit, which calls back instead (no future at all);
+:func:`outcome` turns such a callback API back into a coroutine for callers that prefer to await.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from typing import TypeVar
+
+T = TypeVar("T")
 
 
 def settle(future: asyncio.Future[bool], value: bool) -> None:
@@ -23,3 +28,16 @@ async def wait_settled(future: asyncio.Future[bool], timeout_s: float) -> bool:
         return await future
     finally:
         timer.cancel()
+
+
+async def outcome(start: Callable[[Callable[[T], object]], T | None]) -> T:
+    """Await an operation written for callbacks: ``start(done)`` returns the outcome when it has it at
+    once, else ``None``, and calls ``done(outcome)`` later."""
+    future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
+
+    def done(value: T) -> None:
+        if not future.done():  # the awaiting task was cancelled
+            future.set_result(value)
+
+    now = start(done)
+    return now if now is not None else await future

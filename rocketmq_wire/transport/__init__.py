@@ -15,7 +15,14 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from rocketmq_wire.transport.client import DEFAULT_CONNECT_TIMEOUT_MS, RemotingClient
     from rocketmq_wire.transport.connection import Connection
-    from rocketmq_wire.transport.dispatch import Handler, InlineHandler, RequestDispatcher, RequestGate
+    from rocketmq_wire.transport.deferred import DeferredAnswer
+    from rocketmq_wire.transport.dispatch import (
+        Handler,
+        InlineHandler,
+        Outcome,
+        RequestDispatcher,
+        RequestGate,
+    )
     from rocketmq_wire.transport.errors import (
         RemotingClosedError,
         RemotingConnectError,
@@ -32,8 +39,10 @@ _EXPORTS = {
     "DEFAULT_CONNECT_TIMEOUT_MS": "rocketmq_wire.transport.client",
     "RemotingClient": "rocketmq_wire.transport.client",
     "Connection": "rocketmq_wire.transport.connection",
+    "DeferredAnswer": "rocketmq_wire.transport.deferred",
     "Handler": "rocketmq_wire.transport.dispatch",
     "InlineHandler": "rocketmq_wire.transport.dispatch",
+    "Outcome": "rocketmq_wire.transport.dispatch",
     "RequestDispatcher": "rocketmq_wire.transport.dispatch",
     "RequestGate": "rocketmq_wire.transport.dispatch",
     "RemotingClosedError": "rocketmq_wire.transport.errors",
@@ -52,9 +61,11 @@ __all__ = [
     "DEFAULT_CONNECT_TIMEOUT_MS",
     "Connection",
     "ConnectionListener",
+    "DeferredAnswer",
     "Handler",
     "InlineHandler",
     "OpaqueCounter",
+    "Outcome",
     "RemotingClient",
     "RemotingClosedError",
     "RemotingConnectError",

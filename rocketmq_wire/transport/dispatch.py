@@ -17,7 +17,9 @@ in one callback; one that has to wait on a future is continued by that future's 
 would continue it, but without the task and its scheduling (anything else it waits on gets a task). A send
 that needs nothing but the event loop (appending to the store) is answered at once, one that waits for an
 fsync when the fsync is done, and each still waits its turn in a queue that gates see, as a thread pool's
-queue would be seen. Code in an eager handler runs outside any task, so it must not use ``asyncio.timeout``
+queue would be seen. A handler may also return a :class:`~rocketmq_wire.transport.deferred.DeferredAnswer`:
+its answer is sent whenever that is settled, by whoever holds it, and the request counts as in flight
+until then. Code in an eager handler runs outside any task, so it must not use ``asyncio.timeout``
 or ``current_task()``. A handler that never
 waits (a NameServer's table lookups) may be registered *inline* instead: it is a plain function called as the
 request arrives, its answer written at once, which saves the task, its scheduling and its bookkeeping on
@@ -51,12 +53,16 @@ from typing import Any, Protocol
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.transport.connection import Connection
+from rocketmq_wire.transport.deferred import DeferredAnswer
 from rocketmq_wire.transport.errors import RemotingClosedError
 
 logger = logging.getLogger("rocketmq_wire.transport")
 
-#: ``async def handler(request, conn) -> response or None``.
-Handler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
+#: What a handler gives back: its answer, ``None`` (nothing to send now), or a promise of the answer.
+Outcome = RemotingCommand | DeferredAnswer | None
+
+#: ``async def handler(request, conn) -> response, None or a DeferredAnswer``.
+Handler = Callable[[RemotingCommand, Connection], Awaitable[Outcome]]
 
 #: ``def handler(request, conn) -> response or None``, run inline: it must not block.
 InlineHandler = Callable[[RemotingCommand, Connection], RemotingCommand | None]
@@ -163,7 +169,7 @@ class RequestDispatcher:
         self._drain: asyncio.Handle | None = None
         # Eager handlers waiting without a task: what each waits on (a future, or the handle of a bare yield).
         self._parked: dict[
-            Coroutine[Any, Any, RemotingCommand | None],
+            Coroutine[Any, Any, Outcome],
             tuple[asyncio.Future[Any] | asyncio.Handle, _Job, Connection, _PeerState],
         ] = {}
         for code, handler in (handlers or {}).items():
@@ -365,7 +371,7 @@ class RequestDispatcher:
         try:
             response = self._start(job, conn)
             if response is None:
-                response = await job.registration.handler(request, conn)
+                response = await _settled(await job.registration.handler(request, conn))
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
         await _answer(request, response, conn)
@@ -401,7 +407,7 @@ class RequestDispatcher:
             task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
             return True
         request = job.request
-        response: RemotingCommand | None = None
+        response: Outcome = None
         try:
             response = self._start(job, conn)
             if response is None:
@@ -416,15 +422,42 @@ class RequestDispatcher:
                     return True
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
+        return self._conclude(request, response, conn, peer)
+
+    def _conclude(
+        self, request: RemotingCommand, response: Outcome, conn: Connection, peer: _PeerState
+    ) -> bool:
+        """A handler run outside any task has returned: send its answer, or have its promise send it.
+        True while the answer is still to come."""
+        if isinstance(response, DeferredAnswer):
+            response.deliver_to(functools.partial(self._deliver, request, conn, peer))
+            return True
         try:
+            # Written at once even while the peer reads slowly: it is one of the answers max_in_flight bounds.
             _answer_now(request, response, conn)
         finally:
             self._finished(conn, peer)
         return False
 
+    def _deliver(
+        self,
+        request: RemotingCommand,
+        conn: Connection,
+        peer: _PeerState,
+        response: RemotingCommand | None,
+        exc: Exception | None,
+    ) -> None:
+        """A promised answer is settled."""
+        try:
+            if exc is not None:
+                response = _failure_answer(request, conn, exc)
+            _answer_now(request, response, conn)
+        finally:
+            self._finished(conn, peer)
+
     def _wait_for(
         self,
-        coro: Coroutine[Any, Any, RemotingCommand | None],
+        coro: Coroutine[Any, Any, Outcome],
         waiting_on: Any,
         job: _Job,
         conn: Connection,
@@ -446,7 +479,7 @@ class RequestDispatcher:
 
     def _continue_in_task(
         self,
-        coro: Coroutine[Any, Any, RemotingCommand | None],
+        coro: Coroutine[Any, Any, Outcome],
         waiting_on: Any,
         job: _Job,
         conn: Connection,
@@ -457,7 +490,7 @@ class RequestDispatcher:
 
     def _wake(
         self,
-        coro: Coroutine[Any, Any, RemotingCommand | None],
+        coro: Coroutine[Any, Any, Outcome],
         job: _Job,
         conn: Connection,
         peer: _PeerState,
@@ -465,7 +498,7 @@ class RequestDispatcher:
     ) -> None:
         if self._parked.pop(coro, None) is None:
             return  # the dispatcher closed and ended it already
-        response: RemotingCommand | None = None
+        response: Outcome = None
         try:
             waiting_on = coro.send(None)  # the awaited future's result (or exception) reaches it here
         except StopIteration as stop:
@@ -479,11 +512,7 @@ class RequestDispatcher:
         else:
             self._wait_for(coro, waiting_on, job, conn, peer)
             return
-        try:
-            # Written at once even while the peer reads slowly: it is one of the answers max_in_flight bounds.
-            _answer_now(job.request, response, conn)
-        finally:
-            self._finished(conn, peer)
+        self._conclude(job.request, response, conn, peer)
 
     def _end_parked(self) -> None:
         """Closing: a cancellation for every handler waiting without a task, thrown where it waits."""
@@ -499,7 +528,7 @@ class RequestDispatcher:
 
     async def _resume(
         self,
-        coro: Coroutine[Any, Any, RemotingCommand | None],
+        coro: Coroutine[Any, Any, Outcome],
         waiting_on: Any,
         job: _Job,
         conn: Connection,
@@ -508,7 +537,7 @@ class RequestDispatcher:
         job.resumed = True
         try:
             try:
-                response = await _Suspended(coro, waiting_on)
+                response = await _settled(await _Suspended(coro, waiting_on))
             except Exception as exc:
                 response = _failure_answer(job.request, conn, exc)
             await _answer(job.request, response, conn)
@@ -516,7 +545,7 @@ class RequestDispatcher:
             self._finished(conn, peer)
 
     def _never_resumed(
-        self, coro: Coroutine[Any, Any, RemotingCommand | None], job: _Job, conn: Connection, peer: _PeerState
+        self, coro: Coroutine[Any, Any, Outcome], job: _Job, conn: Connection, peer: _PeerState
     ) -> None:
         # Its task was cancelled before its first step (the dispatcher closing): end the handler where it
         # waits, so its ``finally`` clauses run now rather than whenever it is collected.
@@ -545,25 +574,32 @@ class _Suspended:
 
     __slots__ = ("_coro", "_waiting_on")
 
-    def __init__(self, coro: Coroutine[Any, Any, RemotingCommand | None], waiting_on: Any) -> None:
+    def __init__(self, coro: Coroutine[Any, Any, Outcome], waiting_on: Any) -> None:
         self._coro = coro
         self._waiting_on = waiting_on
 
-    def __await__(self) -> Generator[Any, Any, RemotingCommand | None]:
+    def __await__(self) -> Generator[Any, Any, Outcome]:
         try:
             yield self._waiting_on
         except BaseException as exc:
             try:
                 waiting_on = self._coro.throw(exc)
             except StopIteration as stop:
-                result: RemotingCommand | None = stop.value
+                result: Outcome = stop.value
                 return result
             return (yield from _Suspended(self._coro, waiting_on).__await__())
         return (yield from self._coro.__await__())
 
 
-async def _awaiting(awaitable: Awaitable[RemotingCommand | None]) -> RemotingCommand | None:
+async def _awaiting(awaitable: Awaitable[Outcome]) -> Outcome:
     return await awaitable
+
+
+async def _settled(response: Outcome) -> RemotingCommand | None:
+    """The answer itself, waiting for it when the handler promised it (the task path)."""
+    if isinstance(response, DeferredAnswer):
+        return await response
+    return response
 
 
 async def _answer(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> None:

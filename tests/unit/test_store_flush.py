@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from broker.store import FlushDiskType, MessageStore, PutMessageStatus, StoreConfig
+from broker.store import FlushDiskType, MessageStore, PutMessageResult, PutMessageStatus, StoreConfig
 from broker.store import flush as flush_module
 from broker.store.checkpoint import load_checkpoint
 from broker.store.flush import GroupCommitService
@@ -290,5 +290,57 @@ async def test_appends_of_one_turn_share_one_fsync_on_the_loop(tmp_path: Path) -
         assert store.sync_count - before == 1
         group_commit = store._group_commit
         assert group_commit is not None and group_commit.inline_rounds == 1
+    finally:
+        await store.stop()
+
+
+async def test_verdict_callbacks_are_called_from_the_round_and_one_that_raises_spares_the_rest() -> None:
+    durable = 0
+
+    def flush() -> int:  # the disk gets to offset 100 and no further
+        nonlocal durable
+        durable = 100
+        return durable
+
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(flush, lambda: durable, executor)
+        heard: list[tuple[str, bool]] = []
+
+        def broken(durable: bool) -> None:
+            raise RuntimeError("a waiter that cannot take its verdict")
+
+        assert service.when_durable(50, 5, lambda durable: heard.append(("first", durable))) is None
+        assert service.when_durable(60, 5, broken) is None
+        assert service.when_durable(70, 5, lambda durable: heard.append(("third", durable))) is None
+        assert heard == []  # nothing is called back from inside when_durable
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert heard == [("first", True), ("third", True)] and service.rounds == 1
+        assert service.when_durable(100, 5, lambda durable: heard.append(("late", durable))) is True
+        assert service.when_durable(10_000, 0.05, lambda durable: heard.append(("never", durable))) is None
+        await asyncio.sleep(0.2)
+        assert heard[2:] == [("never", False)]  # the flush never gets there: a timeout, once
+        await service.close()
+        assert service.when_durable(20_000, 5, lambda durable: heard.append(("closed", durable))) is False
+
+
+async def test_put_then_answers_at_once_without_a_wait_and_through_the_callback_with_one(
+    tmp_path: Path,
+) -> None:
+    store = MessageStore(tmp_path, sync_config())
+    await store.start()
+    try:
+        heard: list[PutMessageResult] = []
+        no_wait = store.put_messages_then([message(b"fire and forget", wait=False)], heard.append)
+        assert no_wait is not None and no_wait.status is PutMessageStatus.PUT_OK and heard == []
+        assert store.put_messages_then([message(b"durable")], heard.append) is None
+        assert heard == []
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert [r.status for r in heard] == [PutMessageStatus.PUT_OK]
+        assert (
+            heard[0].queue_offset == 1
+            and store.flushed_physical_offset >= heard[0].wrote_offset + heard[0].wrote_bytes
+        )
     finally:
         await store.stop()
