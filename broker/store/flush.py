@@ -62,7 +62,11 @@ class GroupCommitService:
         # (offset, deadline in loop time, verdict callback), in the order the waits began.
         self._waiters: list[tuple[int, float, Callable[[bool], object]]] = []
         self._timer: asyncio.TimerHandle | None = None
-        self._worker: asyncio.Task[None] | None = None
+        # The next round: a loop callback about to start it, or the thread's future while it runs there.
+        # Rounds are callbacks rather than a task: a burst of sends would otherwise cost a task each.
+        self._round: asyncio.Handle | asyncio.Future[int] | None = None
+        # What the last round made durable: a round that gets no further means the disk is stuck.
+        self._previous = -1
         self._closed = False
         #: Rounds of fsync the service ran (each may sync one or two files), and how many on the loop.
         self.rounds = 0
@@ -93,8 +97,9 @@ class GroupCommitService:
         self._waiters.append((offset, deadline, verdict))
         if self._timer is None or deadline < self._timer.when():
             self._arm(loop, deadline)
-        if self._worker is None or self._worker.done():
-            self._worker = loop.create_task(self._run(), name="store-group-commit")
+        if self._round is None:
+            self._previous = -1
+            self._round = loop.call_soon(self._begin_round, loop)
         return None
 
     def _arm(self, loop: asyncio.AbstractEventLoop, deadline: float) -> None:
@@ -134,34 +139,52 @@ class GroupCommitService:
             except Exception:
                 log.exception("a group-commit waiter failed on its verdict")
 
-    async def _run(self) -> None:
-        loop = asyncio.get_running_loop()
-        previous = -1
-        while self._waiters:
-            try:
-                if self._on_loop(loop.time()):
-                    await asyncio.sleep(0)  # appends ready to run now join this round
-                    self.inline_rounds += 1
-                    started = time.perf_counter()
-                    flushed = self._flush()
-                    self._timed_on_loop(time.perf_counter() - started, loop.time())
-                else:
-                    flushed = await loop.run_in_executor(self._executor, self._timed_flush)
-            except Exception:
-                log.exception("commit-log fsync failed")
-                self._fail_all()
-                return
-            self.rounds += 1
-            if flushed <= previous:
-                # Nothing new became durable, so another round would only spin: the remaining waiters
-                # asked for bytes not written yet and time out unless a later append restarts the worker.
-                log.error("fsync stalled at offset %d with %d appends waiting", flushed, len(self._waiters))
-                return
-            previous = flushed
-            self._answer(True, covered_up_to=flushed)
-            if not self._waiters and self._timer is not None:
-                self._timer.cancel()
-                self._timer = None
+    def _begin_round(self, loop: asyncio.AbstractEventLoop) -> None:
+        if self._on_loop(loop.time()):
+            # One more turn first: the appends already read from the sockets join this round.
+            self._round = loop.call_soon(self._round_on_loop, loop)
+            return
+        future = self._round = loop.run_in_executor(self._executor, self._timed_flush)
+        future.add_done_callback(functools.partial(self._round_on_thread_done, loop))
+
+    def _round_on_loop(self, loop: asyncio.AbstractEventLoop) -> None:
+        self.inline_rounds += 1
+        started = time.perf_counter()
+        try:
+            flushed = self._flush()
+        except Exception:
+            self._round_failed()
+            return
+        self._timed_on_loop(time.perf_counter() - started, loop.time())
+        self._round_done(loop, flushed)
+
+    def _round_on_thread_done(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[int]) -> None:
+        if future.cancelled():
+            return  # closing: close() answers the waiters
+        try:
+            flushed = future.result()
+        except Exception:
+            self._round_failed()
+            return
+        self._round_done(loop, flushed)
+
+    def _round_failed(self) -> None:
+        log.exception("commit-log fsync failed")
+        self._round = None
+        self._fail_all()
+
+    def _round_done(self, loop: asyncio.AbstractEventLoop, flushed: int) -> None:
+        self.rounds += 1
+        self._round = None
+        if flushed <= self._previous:
+            # Nothing new became durable, so another round would only spin: the remaining waiters
+            # asked for bytes not written yet and time out unless a later append starts a round.
+            log.error("fsync stalled at offset %d with %d appends waiting", flushed, len(self._waiters))
+            return
+        self._previous = flushed
+        self._answer(True, covered_up_to=flushed)
+        if self._waiters and self._round is None and not self._closed:
+            self._round = loop.call_soon(self._begin_round, loop)
 
     def _on_loop(self, now: float) -> bool:
         """Whether the next round runs on the loop (see the class)."""
@@ -193,12 +216,14 @@ class GroupCommitService:
             self._timer = None
 
     async def close(self) -> None:
-        """Let the current round finish, then answer anyone still waiting with False."""
+        """Let a round running on the thread finish, then answer anyone still waiting with False."""
         self._closed = True
-        worker = self._worker
-        if worker is not None and not worker.done():
+        current, self._round = self._round, None
+        if isinstance(current, asyncio.Future):
             with contextlib.suppress(Exception):
-                await worker
+                await asyncio.shield(current)  # its own callback settles the waiters it covers
+        elif current is not None:
+            current.cancel()
         self._fail_all()
 
 

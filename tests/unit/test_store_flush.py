@@ -344,3 +344,34 @@ async def test_put_then_answers_at_once_without_a_wait_and_through_the_callback_
         )
     finally:
         await store.stop()
+
+
+async def test_rounds_run_as_loop_callbacks_without_a_task() -> None:
+    disk = _Disk()
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        tasks_before = len(asyncio.all_tasks())
+        heard: list[bool] = []
+        for offset in range(1, 40):
+            service.when_durable(offset, 5, heard.append)
+        assert len(asyncio.all_tasks()) == tasks_before
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert heard == [True] * 39 and service.rounds == service.inline_rounds == 1
+        await service.close()
+
+
+async def test_closing_lets_the_round_on_the_thread_finish_and_fails_the_rest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(flush_module, "INLINE_FSYNC_MAX_S", 0)  # every round on the thread
+    disk = _Disk()
+    disk.delay = 0.1
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        heard: list[tuple[int, bool]] = []
+        service.when_durable(50, 5, lambda durable: heard.append((50, durable)))
+        await asyncio.sleep(0.02)  # the round is on the thread now, covering offset 100
+        service.when_durable(150, 5, lambda durable: heard.append((150, durable)))
+        await service.close()
+        assert heard == [(50, True), (150, False)] and disk.threads[0] != threading.get_ident()
