@@ -67,6 +67,8 @@ class GroupCommitService:
         self._round: asyncio.Handle | asyncio.Future[int] | None = None
         # What the last round made durable: a round that gets no further means the disk is stuck.
         self._previous = -1
+        # Durable up to here for sure (the last round's offset; other flushes may have gone further).
+        self._durable = 0
         self._closed = False
         #: Rounds of fsync the service ran (each may sync one or two files), and how many on the loop.
         self.rounds = 0
@@ -88,10 +90,10 @@ class GroupCommitService:
         ``verdict(durable)`` is called once, from the round that covers ``offset`` or once ``timeout``
         seconds passed. Each waiter costs an entry in a list, no future and no loop callback of its own:
         under SYNC_FLUSH every send waits here."""
-        if self._flushed() >= offset:
+        if offset <= self._durable:
             return True
         if self._closed:
-            return False
+            return self._flushed() >= offset
         loop = asyncio.get_running_loop()
         deadline = loop.time() + timeout
         self._waiters.append((offset, deadline, verdict))
@@ -181,7 +183,7 @@ class GroupCommitService:
             # asked for bytes not written yet and time out unless a later append starts a round.
             log.error("fsync stalled at offset %d with %d appends waiting", flushed, len(self._waiters))
             return
-        self._previous = flushed
+        self._previous = self._durable = flushed
         self._answer(True, covered_up_to=flushed)
         if self._waiters and self._round is None and not self._closed:
             self._round = loop.call_soon(self._begin_round, loop)

@@ -98,6 +98,10 @@ class ReplicaWaiter(Protocol):
         ...
 
 
+#: How a producer's "do not wait for the store" reads inside a properties string.
+_WAIT_FALSE = f"{const.WAIT}{const.NAME_VALUE_SEPARATOR}false"
+
+
 def _flush_verdict(result: PutMessageResult, durable: bool) -> PutMessageResult:
     if durable:
         return result
@@ -495,8 +499,16 @@ class MessageStore:
 
     @staticmethod
     def _waits_for_store(messages: Sequence[MessageExt]) -> bool:
-        # A producer can opt out of waiting per message (the WAIT property, true by default).
-        return any(m.properties.get(const.WAIT, "true") != "false" for m in messages)
+        """Whether any message asks for the store's promise (the WAIT property, true by default).
+
+        A message whose properties do not even contain ``WAIT<sep>false`` waits: that settles nearly every
+        message without decoding its properties (SYNC_FLUSH asks for every message of every batch)."""
+        for message in messages:
+            if _WAIT_FALSE not in message.properties_string:
+                return True
+            if message.properties.get(const.WAIT, "true") != "false":
+                return True
+        return False
 
     def _append(self, messages: Sequence[MessageExt]) -> tuple[PutMessageResult, int]:
         if not messages:

@@ -375,3 +375,20 @@ async def test_closing_lets_the_round_on_the_thread_finish_and_fails_the_rest(
         service.when_durable(150, 5, lambda durable: heard.append((150, durable)))
         await service.close()
         assert heard == [(50, True), (150, False)] and disk.threads[0] != threading.get_ident()
+
+
+@pytest.mark.parametrize(
+    ("properties", "waits"),
+    [
+        ({}, True),
+        ({"WAIT": "true"}, True),
+        ({"WAIT": "false"}, False),
+        ({"NOWAIT": "false"}, True),  # contains the text WAIT<sep>false, but is another property
+        ({"NOWAIT": "false", "WAIT": "false"}, False),
+        ({"KEYS": "WAIT\x01false"}, True),  # a value cannot hold the separator, but the check is exact anyway
+    ],
+)
+def test_which_messages_wait_for_the_store(properties: dict[str, str], waits: bool) -> None:
+    one = MessageExt(topic="FlushT", body=b"x", properties_string=encode_properties(properties))
+    assert MessageStore._waits_for_store([one]) is waits
+    assert MessageStore._waits_for_store([message(b"no", wait=False), one]) is waits
