@@ -342,9 +342,10 @@ class SendMessageProcessor:
 
         The answer is promised rather than awaited: under SYNC_FLUSH the group commit's round calls back
         with the verdict and the answer leaves from there, with no coroutine parked per send."""
-        promise = DeferredAnswer()
+        promise: DeferredAnswer | None = None  # made only when needed: ASYNC_FLUSH sends never wait
 
         def stored(result: PutMessageResult) -> None:
+            assert promise is not None  # the store never calls back before put_all_then has returned
             try:
                 answer = self._put_answer(request, result, queue_id, unique_id)
             except Exception as exc:
@@ -354,6 +355,7 @@ class SendMessageProcessor:
 
         result = self._broker.messages.put_all_then(messages, stored)
         if result is None:
+            promise = DeferredAnswer()
             return promise
         return self._put_answer(request, result, queue_id, unique_id)
 

@@ -412,7 +412,8 @@ class MessageStore:
         self, messages: Sequence[MessageExt], done: Callable[[PutMessageResult], object]
     ) -> PutMessageResult | None:
         """Append, then the verdict of what the configuration promises: returned at once when there is
-        nothing to wait for; otherwise ``None``, and ``done(result)`` is called once, when the wait is over.
+        nothing to wait for; otherwise ``None``, and ``done(result)`` is called once, when the wait is over
+        (never from inside this call).
 
         Under SYNC_FLUSH the wait is for the group commit covering the batch: one that misses
         ``sync_flush_timeout_ms`` answers FLUSH_DISK_TIMEOUT. As a SYNC_MASTER it is a slave holding the
