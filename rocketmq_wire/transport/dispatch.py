@@ -113,16 +113,23 @@ class _Registration:
     eager: bool = False
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class _Job:
-    """One admitted request on its way to its handler; ``started`` once the gate has been told so."""
+    """One admitted request on its way to its handler: everything its answer and its bookkeeping need.
+
+    ``started`` once the gate has been told so. An eager job that has to wait keeps its suspended handler
+    in ``coro`` (the dispatcher's ``_parked`` table says what it waits on).
+    """
 
     registration: _Registration
     request: RemotingCommand
     arrived_at: float
+    conn: Connection
+    peer: _PeerState
     started: bool = False
     #: For an eager job that had to wait: its task has resumed the handler (it owns the rest).
     resumed: bool = False
+    coro: Coroutine[Any, Any, Outcome] | None = None
 
 
 @dataclass(slots=True)
@@ -165,13 +172,10 @@ class RequestDispatcher:
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
         # Eager jobs arrived but not started yet, and the callback that will start them.
-        self._eager: deque[tuple[_Job, Connection, _PeerState]] = deque()
+        self._eager: deque[_Job] = deque()
         self._drain: asyncio.Handle | None = None
-        # Eager handlers waiting without a task: what each waits on (a future, or the handle of a bare yield).
-        self._parked: dict[
-            Coroutine[Any, Any, Outcome],
-            tuple[asyncio.Future[Any] | asyncio.Handle, _Job, Connection, _PeerState],
-        ] = {}
+        # Eager jobs waiting without a task: what each waits on (a future, or the handle of a bare yield).
+        self._parked: dict[_Job, asyncio.Future[Any] | asyncio.Handle] = {}
         for code, handler in (handlers or {}).items():
             self.register(code, handler)
 
@@ -241,19 +245,18 @@ class RequestDispatcher:
             peer.paused = True
             logger.debug("%s has %d requests in flight: pausing reads", conn.remote_address, peer.in_flight)
             conn.pause_reading()
-        job = _Job(registration, request, arrived_at)
+        job = _Job(registration, request, arrived_at, conn, peer)
         if registration.ordered:
             peer.lane.append(job)
             if peer.lane_task is None:
                 task = peer.lane_task = self._spawn(self._drain_lane(conn, peer))
                 task.add_done_callback(lambda done: self._lane_never_ran(done, conn, peer))
         elif registration.eager:
-            self._eager.append((job, conn, peer))
+            self._eager.append(job)
             if self._drain is None:
                 self._drain = asyncio.get_running_loop().call_soon(self._start_eager_jobs)
         else:
-            task = self._spawn(self._handle_one(job, conn, peer))
-            task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
+            self._run_in_task(job)
 
     async def close(self) -> None:
         """Stop taking requests and cancel the handlers still running; returns once they have all ended."""
@@ -262,9 +265,9 @@ class RequestDispatcher:
             self._drain.cancel()
             self._drain = None
         while self._eager:
-            job, conn, peer = self._eager.popleft()
-            self._abandon(job, conn)
-            self._finished(conn, peer)
+            job = self._eager.popleft()
+            self._abandon(job)
+            self._finished(job.conn, job.peer)
         self._end_parked()
         tasks = list(self._tasks)
         for task in tasks:
@@ -315,10 +318,10 @@ class RequestDispatcher:
     # A task cancelled before its first step never runs its coroutine, ``finally`` clauses included (the
     # server closing with requests still queued): these done callbacks settle such tasks' jobs instead.
 
-    def _job_never_ran(self, job: _Job, conn: Connection, peer: _PeerState) -> None:
+    def _job_never_ran(self, job: _Job) -> None:
         if not job.started:
-            self._abandon(job, conn)
-            self._finished(conn, peer)
+            self._abandon(job)
+            self._finished(job.conn, job.peer)
 
     def _lane_never_ran(self, task: asyncio.Task[None], conn: Connection, peer: _PeerState) -> None:
         if peer.lane_task is task:
@@ -327,31 +330,35 @@ class RequestDispatcher:
 
     def _abandon_lane(self, conn: Connection, peer: _PeerState) -> None:
         while peer.lane:
-            self._abandon(peer.lane.popleft(), conn)
+            self._abandon(peer.lane.popleft())
             self._finished(conn, peer)
 
-    def _abandon(self, job: _Job, conn: Connection) -> None:
+    def _abandon(self, job: _Job) -> None:
         job.started = True  # the gate hears about each job once
         gate = job.registration.gate
         if gate is None:
             return
         try:
-            gate.on_cancel(job.request, conn, job.arrived_at)
+            gate.on_cancel(job.request, job.conn, job.arrived_at)
         except Exception:
             logger.exception("request gate for code %d failed on cancel", job.request.code)
 
-    async def _handle_one(self, job: _Job, conn: Connection, peer: _PeerState) -> None:
+    def _run_in_task(self, job: _Job) -> None:
+        task = self._spawn(self._handle_one(job))
+        task.add_done_callback(lambda _done: self._job_never_ran(job))
+
+    async def _handle_one(self, job: _Job) -> None:
         try:
-            await self._run(job, conn)
+            await self._run(job)
         finally:
-            self._finished(conn, peer)
+            self._finished(job.conn, job.peer)
 
     async def _drain_lane(self, conn: Connection, peer: _PeerState) -> None:
         try:
             while peer.lane:
                 job = peer.lane.popleft()
                 try:
-                    await self._run(job, conn)
+                    await self._run(job)
                 finally:
                     self._finished(conn, peer)
         finally:
@@ -359,17 +366,18 @@ class RequestDispatcher:
             self._abandon_lane(conn, peer)  # only left over when cancelled
 
     @staticmethod
-    def _start(job: _Job, conn: Connection) -> RemotingCommand | None:
+    def _start(job: _Job) -> RemotingCommand | None:
         """The job's turn has come: the gate's answer instead of the handler's, if it has one."""
         job.started = True
         gate = job.registration.gate
-        return None if gate is None else gate.on_start(job.request, conn, job.arrived_at)
+        return None if gate is None else gate.on_start(job.request, job.conn, job.arrived_at)
 
-    async def _run(self, job: _Job, conn: Connection) -> None:
+    async def _run(self, job: _Job) -> None:
         request = job.request
+        conn = job.conn
         response: RemotingCommand | None = None
         try:
-            response = self._start(job, conn)
+            response = self._start(job)
             if response is None:
                 response = await _settled(await job.registration.handler(request, conn))
         except Exception as exc:
@@ -392,166 +400,129 @@ class RequestDispatcher:
         turn_ends = time.monotonic() + EAGER_TURN_S
         waiting = False
         while queue and not self._closed:
-            job, conn, peer = queue.popleft()
-            waiting = self._start_eager(job, conn, peer) or waiting
+            waiting = self._start_eager(queue.popleft()) or waiting
             if waiting and time.monotonic() >= turn_ends:
                 break
         if queue and not self._closed:
             # Let the loop write these answers, read, and hear from the disk before the next ones.
             self._drain = asyncio.get_running_loop().call_soon(self._start_eager_jobs)
 
-    def _start_eager(self, job: _Job, conn: Connection, peer: _PeerState) -> bool:
+    def _start_eager(self, job: _Job) -> bool:
         """Start one job; True if it has to wait (it goes on once what it waits on is done)."""
-        if conn.writing_paused:  # its answer would have to wait for the peer: the task path waits
-            task = self._spawn(self._handle_one(job, conn, peer))
-            task.add_done_callback(lambda _done: self._job_never_ran(job, conn, peer))
+        if job.conn.writing_paused:  # its answer would have to wait for the peer: the task path waits
+            self._run_in_task(job)
             return True
-        request = job.request
         response: Outcome = None
         try:
-            response = self._start(job, conn)
+            response = self._start(job)
             if response is None:
-                started = job.registration.handler(request, conn)
+                started = job.registration.handler(job.request, job.conn)
                 coro = started if type(started) is types.CoroutineType else _awaiting(started)
                 try:
                     waiting_on = coro.send(None)
                 except StopIteration as stop:
                     response = stop.value
                 else:
-                    self._wait_for(coro, waiting_on, job, conn, peer)
+                    job.coro = coro
+                    self._wait_for(job, waiting_on)
                     return True
         except Exception as exc:
-            response = _failure_answer(request, conn, exc)
-        return self._conclude(request, response, conn, peer)
+            response = _failure_answer(job.request, job.conn, exc)
+        return self._conclude(job, response)
 
-    def _conclude(
-        self, request: RemotingCommand, response: Outcome, conn: Connection, peer: _PeerState
-    ) -> bool:
+    def _conclude(self, job: _Job, response: Outcome) -> bool:
         """A handler run outside any task has returned: send its answer, or have its promise send it.
         True while the answer is still to come."""
         if isinstance(response, DeferredAnswer):
-            response.deliver_to(functools.partial(self._deliver, request, conn, peer))
+            response.deliver_to(functools.partial(self._deliver, job))
             return True
         try:
             # Written at once even while the peer reads slowly: it is one of the answers max_in_flight bounds.
-            _answer_now(request, response, conn)
+            _answer_now(job.request, response, job.conn)
         finally:
-            self._finished(conn, peer)
+            self._finished(job.conn, job.peer)
         return False
 
-    def _deliver(
-        self,
-        request: RemotingCommand,
-        conn: Connection,
-        peer: _PeerState,
-        response: RemotingCommand | None,
-        exc: Exception | None,
-    ) -> None:
+    def _deliver(self, job: _Job, response: RemotingCommand | None, exc: Exception | None) -> None:
         """A promised answer is settled."""
         try:
             if exc is not None:
-                response = _failure_answer(request, conn, exc)
-            _answer_now(request, response, conn)
+                response = _failure_answer(job.request, job.conn, exc)
+            _answer_now(job.request, response, job.conn)
         finally:
-            self._finished(conn, peer)
+            self._finished(job.conn, job.peer)
 
-    def _wait_for(
-        self,
-        coro: Coroutine[Any, Any, Outcome],
-        waiting_on: Any,
-        job: _Job,
-        conn: Connection,
-        peer: _PeerState,
-    ) -> None:
+    def _wait_for(self, job: _Job, waiting_on: Any) -> None:
         """Continue a suspended handler once what it waits on is done: by a callback when that is a future of
         this loop (or a bare yield), as a task would but without one; in a task for anything else."""
         loop = asyncio.get_running_loop()
         if waiting_on is None:  # a bare yield (``asyncio.sleep(0)``): run again on the next turn
-            handle = loop.call_soon(self._wake, coro, job, conn, peer, None)
-            self._parked[coro] = (handle, job, conn, peer)
+            self._parked[job] = loop.call_soon(self._wake, job, None)
             return
         if getattr(waiting_on, "_asyncio_future_blocking", False) and waiting_on.get_loop() is loop:
             waiting_on._asyncio_future_blocking = False  # as a task does when it takes the future over
-            waiting_on.add_done_callback(functools.partial(self._wake, coro, job, conn, peer))
-            self._parked[coro] = (waiting_on, job, conn, peer)
+            waiting_on.add_done_callback(functools.partial(self._wake, job))
+            self._parked[job] = waiting_on
             return
-        self._continue_in_task(coro, waiting_on, job, conn, peer)
+        self._continue_in_task(job, waiting_on)
 
-    def _continue_in_task(
-        self,
-        coro: Coroutine[Any, Any, Outcome],
-        waiting_on: Any,
-        job: _Job,
-        conn: Connection,
-        peer: _PeerState,
-    ) -> None:
-        task = self._spawn(self._resume(coro, waiting_on, job, conn, peer))
-        task.add_done_callback(lambda _done: self._never_resumed(coro, job, conn, peer))
+    def _continue_in_task(self, job: _Job, waiting_on: Any) -> None:
+        task = self._spawn(self._resume(job, waiting_on))
+        task.add_done_callback(lambda _done: self._never_resumed(job))
 
-    def _wake(
-        self,
-        coro: Coroutine[Any, Any, Outcome],
-        job: _Job,
-        conn: Connection,
-        peer: _PeerState,
-        _done: object,
-    ) -> None:
-        if self._parked.pop(coro, None) is None:
+    def _wake(self, job: _Job, _done: object) -> None:
+        if self._parked.pop(job, None) is None:
             return  # the dispatcher closed and ended it already
+        coro = job.coro
+        assert coro is not None
         response: Outcome = None
         try:
             waiting_on = coro.send(None)  # the awaited future's result (or exception) reaches it here
         except StopIteration as stop:
             response = stop.value
         except Exception as exc:
-            response = _failure_answer(job.request, conn, exc)
+            response = _failure_answer(job.request, job.conn, exc)
         except asyncio.CancelledError:
             logger.debug("handler for request code %d was cancelled", job.request.code)
-            self._finished(conn, peer)
+            self._finished(job.conn, job.peer)
             return
         else:
-            self._wait_for(coro, waiting_on, job, conn, peer)
+            self._wait_for(job, waiting_on)
             return
-        self._conclude(job.request, response, conn, peer)
+        self._conclude(job, response)
 
     def _end_parked(self) -> None:
         """Closing: a cancellation for every handler waiting without a task, thrown where it waits."""
         while self._parked:
-            coro, (waiting_on, job, conn, peer) = self._parked.popitem()
+            job, waiting_on = self._parked.popitem()
             waiting_on.cancel()  # a future nobody else awaits, or the handle of a bare yield
+            assert job.coro is not None
             try:
-                waiting_on = coro.throw(asyncio.CancelledError())
+                waiting_on = job.coro.throw(asyncio.CancelledError())
             except (Exception, asyncio.CancelledError):  # it ended: however it did, nobody is left to answer
-                self._finished(conn, peer)
+                self._finished(job.conn, job.peer)
             else:  # it caught the cancellation and waits again: a task sees it through
-                self._continue_in_task(coro, waiting_on, job, conn, peer)
+                self._continue_in_task(job, waiting_on)
 
-    async def _resume(
-        self,
-        coro: Coroutine[Any, Any, Outcome],
-        waiting_on: Any,
-        job: _Job,
-        conn: Connection,
-        peer: _PeerState,
-    ) -> None:
+    async def _resume(self, job: _Job, waiting_on: Any) -> None:
         job.resumed = True
+        assert job.coro is not None
         try:
             try:
-                response = await _settled(await _Suspended(coro, waiting_on))
+                response = await _settled(await _Suspended(job.coro, waiting_on))
             except Exception as exc:
-                response = _failure_answer(job.request, conn, exc)
-            await _answer(job.request, response, conn)
+                response = _failure_answer(job.request, job.conn, exc)
+            await _answer(job.request, response, job.conn)
         finally:
-            self._finished(conn, peer)
+            self._finished(job.conn, job.peer)
 
-    def _never_resumed(
-        self, coro: Coroutine[Any, Any, Outcome], job: _Job, conn: Connection, peer: _PeerState
-    ) -> None:
+    def _never_resumed(self, job: _Job) -> None:
         # Its task was cancelled before its first step (the dispatcher closing): end the handler where it
         # waits, so its ``finally`` clauses run now rather than whenever it is collected.
         if not job.resumed:
-            coro.close()
-            self._finished(conn, peer)
+            assert job.coro is not None
+            job.coro.close()
+            self._finished(job.conn, job.peer)
 
     def _reject_unsupported(self, request: RemotingCommand, conn: Connection) -> None:
         remark = f" request type {request.code} not supported"
