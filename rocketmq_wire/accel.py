@@ -130,6 +130,10 @@ class Speedups(Protocol):
 
     def decode_properties(self, text: str, /) -> dict[str, str] | None: ...
 
+    def decode_batch(
+        self, cls: Callable[[bytes, str, int, int, int], T], data: bytes, /
+    ) -> list[T] | None: ...
+
     def index_put(
         self,
         index_map: object,
@@ -173,6 +177,7 @@ WIRED_MODULES = (
     "rocketmq_wire.command",
     "rocketmq_wire.message.stored",
     "rocketmq_wire.message.properties",
+    "rocketmq_wire.message.batch",
 )
 
 

@@ -11,6 +11,7 @@ import dataclasses
 import struct
 from collections.abc import Iterable, Mapping
 
+from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message.const import PROPERTY_SEPARATOR
 from rocketmq_wire.message.layout import BATCH_FIXED
@@ -53,6 +54,10 @@ def encode_batch(entries: Iterable[BatchEntry]) -> bytes:
 
 def decode_batch(data: bytes | bytearray | memoryview) -> list[BatchEntry]:
     raw = data if isinstance(data, bytes) else bytes(data)
+    if _c is not None:
+        fast = _c.decode_batch(BatchEntry, raw)
+        if fast is not None:
+            return fast
     entries: list[BatchEntry] = []
     pos = 0
     end_of_data = len(raw)

@@ -44,6 +44,7 @@ from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.headers import ALL_HEADERS, SendMessageRequestHeaderV2
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.message.batch import BatchEntry, decode_batch
 from rocketmq_wire.message.properties import PropertiesFlavour, decode_properties, encode_properties
 from rocketmq_wire.message.stored import MessageExt, encode_stored_message
 from tests.golden import load_golden
@@ -187,6 +188,7 @@ def test_codec_tests_pass_on_the_other_path() -> None:
         "tests/unit/test_codec_fuzz.py",
         "tests/unit/test_javahash.py",
         "tests/unit/test_framing.py",
+        "tests/unit/test_message_batch.py",
     ]
     result = subprocess.run(
         [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-x", *files],
@@ -963,6 +965,65 @@ def test_properties_c_functions_take_the_usual_strings_and_decline_the_rest() ->
         assert c.encode_properties(declined, True) is None  # type: ignore[arg-type]
     for skipped in ("A\x01", "\x01v", "A", "A\x011\x02\x02", "\x02"):
         assert c.decode_properties(skipped) is None
+
+
+# -- batch bodies ------------------------------------------------------------------------------------------
+
+_BATCH_ENTRY = st.builds(
+    BatchEntry,
+    st.binary(max_size=40),
+    st.text(alphabet=st.sampled_from(["a", "\x01", "\x02", "\u00e9", "\U0001f600"]), max_size=8),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+    st.integers(-(2**31), 2**31 - 1),
+)
+
+
+def _encoded_entry(entry: BatchEntry) -> bytes:
+    properties = entry.properties_string.encode()
+    total = 20 + len(entry.body) + 2 + len(properties)
+    head = struct.pack(">iiiii", total, entry.magic, entry.body_crc, entry.flag, len(entry.body))
+    return head + entry.body + struct.pack(">H", len(properties)) + properties
+
+
+@needs_c
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_BATCH_ENTRY, max_size=5), st.data())
+def test_batch_bodies_decode_alike_whole_cut_and_damaged(
+    entries: list[BatchEntry], data: st.DataObject
+) -> None:
+    body = b"".join(_encoded_entry(entry) for entry in entries)
+    fast, reference = _both(lambda: decode_batch(body))
+    assert fast == reference == ("ok", entries)
+    if body:
+        cut = data.draw(st.integers(0, len(body) - 1))
+        flip = data.draw(st.integers(0, len(body) - 1))
+        damaged = bytearray(body)
+        damaged[flip] ^= data.draw(st.integers(1, 255))
+        for variant in (body[:cut], bytes(damaged), body + b"\x00" * data.draw(st.integers(1, 25))):
+            assert _both(lambda variant=variant: decode_batch(variant)) == _both(
+                lambda variant=variant: decode_batch(bytearray(variant))
+            )
+            fast, reference = _both(lambda variant=variant: decode_batch(variant))
+            assert fast == reference
+
+
+@needs_c
+def test_batch_c_function_takes_well_formed_bodies_and_declines_the_rest() -> None:
+    c = accel.speedups
+    assert c is not None
+    entries = [
+        BatchEntry(b"one", "UNIQ_KEY\x01A\x02WAIT\x01true", 0),
+        BatchEntry(b"", "\u00e9t\u00e9\x01v", 3, 1, 2),
+    ]
+    body = b"".join(_encoded_entry(entry) for entry in entries)
+    assert c.decode_batch(BatchEntry, body) == entries
+    assert c.decode_batch(BatchEntry, b"") == []
+    not_utf8 = body[:-1] + b"\xff"
+    for declined in (body[:-1], body + b"\x00", not_utf8, bytearray(body)):
+        assert c.decode_batch(BatchEntry, declined) is None  # type: ignore[arg-type]
+    with pytest.raises(CodecError, match="not valid UTF-8"):
+        decode_batch(not_utf8)  # the reference says why
 
 
 # -- the store's file map --------------------------------------------------------------------------------
