@@ -9,13 +9,14 @@ job. Every SYNC_FLUSH send waits for the group commit, which calls back instead 
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Callable
 from typing import TypeVar
 
 T = TypeVar("T")
 
 
-def settle(future: asyncio.Future[bool], value: bool) -> None:
+def settle(future: asyncio.Future[T], value: T) -> None:
     """Give ``future`` its verdict unless it already has one (the timer and the verdict race)."""
     if not future.done():
         future.set_result(value)
@@ -34,10 +35,5 @@ async def outcome(start: Callable[[Callable[[T], object]], T | None]) -> T:
     """Await an operation written for callbacks: ``start(done)`` returns the outcome when it has it at
     once, else ``None``, and calls ``done(outcome)`` later."""
     future: asyncio.Future[T] = asyncio.get_running_loop().create_future()
-
-    def done(value: T) -> None:
-        if not future.done():  # the awaiting task was cancelled
-            future.set_result(value)
-
-    now = start(done)
+    now = start(functools.partial(settle, future))  # settle: the awaiting task may have been cancelled
     return now if now is not None else await future

@@ -436,18 +436,16 @@ class RequestDispatcher:
         if isinstance(response, DeferredAnswer):
             response.deliver_to(functools.partial(self._deliver, job))
             return True
-        try:
-            # Written at once even while the peer reads slowly: it is one of the answers max_in_flight bounds.
-            _answer_now(job.request, response, job.conn)
-        finally:
-            self._finished(job.conn, job.peer)
+        self._deliver(job, response, None)
         return False
 
     def _deliver(self, job: _Job, response: RemotingCommand | None, exc: Exception | None) -> None:
-        """A promised answer is settled."""
+        """Send a job's answer (or the failure answer for ``exc``): its handler returned it, or settled
+        the answer it promised."""
         try:
             if exc is not None:
                 response = _failure_answer(job.request, job.conn, exc)
+            # Written at once even while the peer reads slowly: it is one of the answers max_in_flight bounds.
             _answer_now(job.request, response, job.conn)
         finally:
             self._finished(job.conn, job.peer)
