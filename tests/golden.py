@@ -49,16 +49,18 @@ class GoldenFrame:
 
 @functools.cache
 def load_golden() -> tuple[GoldenFrame, ...]:
-    """Every captured frame, in capture order; skips the calling test if the folder is absent."""
+    """Every captured frame, in capture order; skips the calling test (or module, when called while it is
+    collected) if the folder is absent."""
     if not GOLDEN_DIR.is_dir():
         pytest.skip(
-            f"golden frames not found: {GOLDEN_DIR} is missing (it lives in shared/golden beside the repo)"
+            f"golden frames not found: {GOLDEN_DIR} is missing (it lives in shared/golden beside the repo)",
+            allow_module_level=True,  # a module that reads them to parametrize is skipped whole
         )
     frames: list[GoldenFrame] = []
     for capture in CAPTURES:
         path = GOLDEN_DIR / f"{capture}.jsonl"
         if not path.is_file():
-            pytest.skip(f"golden capture {path} is missing")
+            pytest.skip(f"golden capture {path} is missing", allow_module_level=True)
         with path.open(encoding="utf-8") as fh:
             for line in fh:
                 row = json.loads(line)
