@@ -34,6 +34,15 @@ Figures (best and median of ``--repeat`` rounds, except memory, measured once):
   release's client (``tests/integration/java_peer``, ``pull-consume``; a JVM of its own with the suite's
   client options, C1 only; it prints every message as a JSON line that this process reads, which the figure
   includes). Both pull 32 messages per request. On the broker of the first flush mode.
+* ``delivery, project push (live)`` / ``delivery, Java push (live)``: long polling. A push consumer of a
+  fresh group subscribes to a fresh topic (8 queues, one message in it, so the producer knows the route)
+  and reads that message; its pulls are then held by the broker, which answers them as messages arrive.
+  Then the project's producer stores ``--messages`` messages of ``--delivery-size`` bytes in batches of
+  ``--batch``, ``--batch-in-flight`` in flight; the figure is those messages over the time from the first
+  send to the last message handled. The project's ``PushConsumer`` runs in this process (beside the
+  producer); Apache's ``DefaultMQPushConsumer`` is the Java peer's ``push-consume`` (a JVM of its own that
+  prints every message as a JSON line, read here while a thread sends). One unmeasured round of the
+  project's consumer first, so the JVM broker has compiled the held-pull path.
 * ``namesrv routes, N in flight``: GET_ROUTEINFO_BY_TOPIC answers per second with N = 4, 16, 64 requests
   outstanding on one connection (as ``benchmarks/nameserver.py``, but against the NameServer process of
   the running cluster), asking in turn for the routes of the two topics above.
@@ -78,6 +87,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
@@ -92,7 +102,7 @@ sys.path.append(_HERE)  # after the packages: for _clusters only
 import _clusters  # noqa: E402
 
 from admin import Admin, TopicNotFoundError  # noqa: E402
-from consumer import PullConsumer  # noqa: E402
+from consumer import ConsumeStatus, MessageExt, PullConsumer, PushConsumer  # noqa: E402
 from producer import Message, Producer, ProducerError, SendStatus  # noqa: E402
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode  # noqa: E402
 from rocketmq_wire.headers.namesrv import GetRouteInfoRequestHeader  # noqa: E402
@@ -117,7 +127,10 @@ LOADS = ("ingest", "delivery", "namesrv", "memory")
 INGEST_TOPIC = "ServersBenchIngest"
 DELIVERY_TOPIC = "ServersBenchDelivery"
 MEMORY_TOPIC = "ServersBenchMemory"
+LIVE_TOPIC = "ServersBenchLive"
 QUEUES = 8
+#: After a push consumer read the topic's first message, before sending: its pulls reach the broker and wait.
+LIVE_SETTLE_S = 1.0
 #: Batches in flight while pre-filling the delivery topic and storing the memory load.
 FILL_IN_FLIGHT = 8
 ROUTE_IN_FLIGHT = (4, 16, 64)
@@ -447,7 +460,13 @@ def measure_delivery(
     async def prepare() -> int:
         await _clusters.create_topic(servers.namesrv, CLUSTER_NAME, DELIVERY_TOPIC, QUEUES)
         await store_batches(servers.namesrv, [DELIVERY_TOPIC], args.messages, args.delivery_size, args.batch)
-        return await _clusters.stored_count(servers.namesrv, DELIVERY_TOPIC)
+        # Apache's broker fills its consume queues a moment after it acknowledged (its reput thread).
+        deadline = time.monotonic() + 10
+        while True:
+            stored = await _clusters.stored_count(servers.namesrv, DELIVERY_TOPIC)
+            if stored >= args.messages or time.monotonic() > deadline:
+                return stored
+            await asyncio.sleep(0.2)
 
     stored = asyncio.run(prepare())
     if stored < args.messages:
@@ -473,6 +492,151 @@ def measure_delivery(
             rate = java_delivery(client, servers.namesrv, args.messages, args.batch)
         except (RuntimeError, PeerFailed) as exc:
             results.note(f"{servers.label}: Java lite-pull consumer failed: {str(exc)[:600]}")
+            return
+        results.add(label, "msg/s", servers.side, rate)
+
+
+async def send_live(
+    producer: Producer, topic: str, count: int, size: int, batch: int, in_flight: int
+) -> float:
+    """Store ``count`` messages in batches, ``in_flight`` at once; returns when the first was sent
+    (``time.perf_counter()``). Raises if one is not stored."""
+    body = os.urandom(size)
+    sizes = iter([batch] * (count // batch) + ([count % batch] if count % batch else []))
+    started = time.perf_counter()
+
+    async def lane() -> None:
+        for n in sizes:
+            result = await producer.send_batch([Message(topic, body) for _ in range(n)])
+            if result.status is not SendStatus.SEND_OK:
+                raise RuntimeError(f"a live batch was stored {result.status.name}")
+
+    await asyncio.gather(*(lane() for _ in range(in_flight)))
+    return started
+
+
+async def live_topic(namesrv: str) -> str:
+    """A fresh topic holding one message (so a producer knows its route before the timed sends)."""
+    topic = f"{LIVE_TOPIC}{uuid.uuid4().hex[:8]}"
+    await _clusters.create_topic(namesrv, CLUSTER_NAME, topic, QUEUES)
+    async with Producer("ServersBenchLiveRoute", namesrv, send_timeout_ms=SEND_TIMEOUT_MS) as producer:
+        await producer.send(Message(topic, b"route"))
+    return topic
+
+
+async def project_push_delivery(namesrv: str, args: argparse.Namespace) -> float:
+    """Messages per second through the project's PushConsumer with its pulls held (see the module)."""
+    topic = await live_topic(namesrv)
+    expected = args.messages + 1
+    handled = 0
+    first_read = asyncio.Event()
+    all_read = asyncio.Event()
+    finished = 0.0
+
+    async def handle(messages: list[MessageExt], context: object) -> ConsumeStatus:
+        nonlocal handled, finished
+        handled += len(messages)
+        first_read.set()
+        if handled >= expected and not all_read.is_set():
+            finished = time.perf_counter()
+            all_read.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(f"ServersBenchPush{uuid.uuid4().hex[:8]}", namesrv, consume_from="FIRST_OFFSET")
+    consumer.subscribe(topic)
+    consumer.register_listener(handle)
+    await consumer.start()
+    try:
+        await asyncio.wait_for(first_read.wait(), 60)
+        await asyncio.sleep(LIVE_SETTLE_S)
+        async with Producer("ServersBenchLive", namesrv, send_timeout_ms=SEND_TIMEOUT_MS) as producer:
+            started = await send_live(
+                producer, topic, args.messages, args.delivery_size, args.batch, args.batch_in_flight
+            )
+        await asyncio.wait_for(all_read.wait(), max(120.0, args.messages / 100))
+    except TimeoutError:
+        raise RuntimeError(f"the project's PushConsumer handled {handled} of {expected} messages") from None
+    finally:
+        await consumer.shutdown()
+    return args.messages / (finished - started)
+
+
+def java_push_delivery(client: JavaClient, namesrv: str, args: argparse.Namespace) -> float:
+    """Messages per second through Apache's DefaultMQPushConsumer with its pulls held (see the module)."""
+    topic = asyncio.run(live_topic(namesrv))
+    expected = args.messages + 1
+    timeout = JAVA_START_S + max(120.0, args.messages / 100)
+    peer_args = ["--group", f"ServersBenchJavaPush{uuid.uuid4().hex[:8]}", "--topic", topic]
+    peer_args += ["--count", str(expected), "--from", "first"]
+    peer = client.process("push-consume", peer_args, namesrv=namesrv, timeout=timeout).start()
+    seen = 0
+    finished = 0.0
+    sent: list[float] = []
+    failed: list[BaseException] = []
+
+    def send() -> None:
+        async def run() -> None:
+            async with Producer("ServersBenchLive", namesrv, send_timeout_ms=SEND_TIMEOUT_MS) as producer:
+                sent.append(
+                    await send_live(
+                        producer, topic, args.messages, args.delivery_size, args.batch, args.batch_in_flight
+                    )
+                )
+
+        try:
+            asyncio.run(run())
+        except BaseException as exc:  # reported by the caller, which is reading the consumer meanwhile
+            failed.append(exc)
+
+    sender = threading.Thread(target=send, name="live-sender")
+    try:
+        peer.wait_for("ready", JAVA_START_S)
+        events = peer.events(timeout)
+        for event in events:
+            if event.get("event") == "message":
+                seen += 1
+                break
+            if event.get("event") in ("error", "timeout", "done"):
+                break
+        time.sleep(LIVE_SETTLE_S)
+        sender.start()
+        for event in events:
+            kind = event.get("event")
+            if kind == "message":
+                seen += 1
+                if seen >= expected:
+                    finished = time.perf_counter()
+                    break
+            elif kind in ("error", "timeout", "done"):
+                break
+    finally:
+        if sender.ident is not None:  # started
+            sender.join()
+        result = peer.finish()
+    if failed:
+        raise RuntimeError(f"sending the live messages failed: {failed[0]!r}")
+    if seen < expected or not sent:
+        raise RuntimeError(f"the Java push consumer read {seen} of {expected} messages: {result.describe()}")
+    return args.messages / (finished - sent[0])
+
+
+def measure_live_delivery(
+    servers: Servers, java: Callable[[], JavaClient | str], args: argparse.Namespace, results: Results
+) -> None:
+    asyncio.run(project_push_delivery(servers.namesrv, args))  # warm-up round, not counted
+    label = f"delivery {args.delivery_size} B, project push (live)"
+    for _ in range(args.repeat):
+        results.add(label, "msg/s", servers.side, asyncio.run(project_push_delivery(servers.namesrv, args)))
+    client = java()
+    if isinstance(client, str):
+        results.note(f"{servers.label}: Java push consumer not measured: {client}")
+        return
+    label = f"delivery {args.delivery_size} B, Java push (live)"
+    for _ in range(args.repeat):
+        try:
+            rate = java_push_delivery(client, servers.namesrv, args)
+        except (RuntimeError, PeerFailed) as exc:
+            results.note(f"{servers.label}: Java push consumer failed: {str(exc)[:600]}")
             return
         results.add(label, "msg/s", servers.side, rate)
 
@@ -764,6 +928,7 @@ def main() -> None:
                         asyncio.run(measure_ingest(servers, loads, args, results))
                     if "delivery" in wanted:
                         measure_delivery(servers, java, args, results)
+                        measure_live_delivery(servers, java, args, results)
                     if "namesrv" in wanted:
                         asyncio.run(measure_namesrv(servers, args, results))
             if "memory" in args.loads:
