@@ -73,8 +73,10 @@ DEFAULT_MAX_IN_FLIGHT = 4096
 #: requests that wait (SYNC_FLUSH sends) is started in slices, so the fsync covering the first ones runs and
 #: their answers leave while the rest is appended: the peer works on those answers in parallel instead of
 #: waiting for the whole burst. A burst that never waits runs to its end in one turn (its answers are
-#: already written; more turns would only cost more loop iterations).
-EAGER_TURN_S = 0.001
+#: already written; more turns would only cost more loop iterations). Measured on the broker under SYNC_FLUSH,
+#: 64 single sends in flight, slices alternated run by run: 0.3 ms ~10,000 msg/s (a round for every few
+#: sends), 0.5 ms ~11,300, 1 ms ~10,400, 2-4 ms ~7,500 (the peer waits for whole bursts).
+EAGER_TURN_S = 0.0005
 
 
 class RequestGate(Protocol):
