@@ -3228,6 +3228,13 @@ filemap_new(PyTypeObject *type, PyObject *args, PyObject *kwargs)
         Py_DECREF(self);
         return PyErr_SetFromErrno(PyExc_OSError);
     }
+#ifdef MADV_RANDOM
+    /* No readahead on faults: a write fault would otherwise bring its neighbours in as one large folio, and
+     * every fsync after it writes the whole folio back (measured: 0.7 ms an fdatasync instead of 0.2 once
+     * a file is past its first few tens of MiB). Only a hint: a kernel that refuses it costs speed, not
+     * correctness. */
+    (void)madvise(addr, (size_t)size, MADV_RANDOM);
+#endif
     self->addr = (char *)addr;
     self->size = size;
     return (PyObject *)self;

@@ -21,6 +21,7 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
+from broker.store.segment import advise_no_readahead
 from rocketmq_wire.accel import Speedups, speedups
 from rocketmq_wire.javahash import java_string_hash
 
@@ -69,6 +70,7 @@ class IndexFile:
                 # Another slot or entry count: the slots would be read at the wrong places.
                 raise ValueError(f"index file {path} is {actual} bytes, expected {size}")
             self._map = mmap.mmap(fd, size)
+            advise_no_readahead(self._map)
         except BaseException:
             os.close(fd)
             raise

@@ -119,6 +119,41 @@ def test_without_the_accelerator_a_mapped_segment_uses_pythons_mmap(
     assert segment._map is None
 
 
+def _map_flags(path: Path) -> set[str]:
+    """The ``VmFlags`` of this process's map of ``path`` (``rr``: no readahead on faults, MADV_RANDOM)."""
+    lines = Path("/proc/self/smaps").read_text().splitlines()
+    for index, line in enumerate(lines):
+        if line.endswith(" " + str(path)):
+            for entry in lines[index + 1 :]:
+                if entry.startswith("VmFlags:"):
+                    return set(entry.split()[1:])
+    raise AssertionError(f"{path} is not mapped")
+
+
+@pytest.mark.skipif(
+    not Path("/proc/self/smaps").is_file(), reason="reads VmFlags in /proc/self/smaps (Linux)"
+)
+@pytest.mark.parametrize("native", [True, False], ids=["FileMap", "mmap"])
+def test_written_maps_ask_for_no_readahead(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, native: bool
+) -> None:
+    """A write fault with readahead brings in a large folio that every later fsync writes back whole; the
+    store's maps (segments, with or without the accelerator, and the key index) ask the kernel not to."""
+    if native and not segment_module.maps_hold_no_descriptor():
+        pytest.skip("this build of the accelerator has no FileMap (not a POSIX system)")
+    if not native:
+        monkeypatch.setattr(segment_module, "_c", None)
+    segment = Segment.create(tmp_path, 0, 1 << 20, mapped=True)
+    segment.append(b"x" * 100)
+    index = IndexFile.create(tmp_path / "index", 16, 16)
+    try:
+        assert "rr" in _map_flags(segment.path)
+        assert "rr" in _map_flags(index.path)
+    finally:
+        segment.close()
+        index.close()
+
+
 def test_segment_on_a_file_system_that_cannot_reserve_blocks_writes_with_pwrite(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
