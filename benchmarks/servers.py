@@ -382,20 +382,29 @@ async def measure_ingest(
 # -------------------------------------------------------------------------------------------- delivery
 
 
-async def store_batches(namesrv: str, topics: Sequence[str], count: int, size: int, batch: int) -> None:
-    """``count`` messages of ``size`` bytes in batches of ``batch``, batch k into ``topics[k % len]``; raises
-    if any is not stored."""
+async def send_batches(
+    producer: Producer, topics: Sequence[str], count: int, size: int, batch: int, in_flight: int
+) -> float:
+    """``count`` messages of ``size`` bytes in batches of ``batch``, batch k into ``topics[k % len]``,
+    ``in_flight`` batches at once; raises if one is not stored. Returns when the first was sent
+    (``time.perf_counter()``)."""
     body = os.urandom(size)
     sizes = [batch] * (count // batch) + ([count % batch] if count % batch else [])
     pending = iter(enumerate(sizes))
+    started = time.perf_counter()
+
+    async def lane() -> None:
+        for k, n in pending:
+            await producer.send_batch([Message(topics[k % len(topics)], body) for _ in range(n)])
+
+    await asyncio.gather(*(lane() for _ in range(in_flight)))
+    return started
+
+
+async def store_batches(namesrv: str, topics: Sequence[str], count: int, size: int, batch: int) -> None:
+    """:func:`send_batches` with a producer of its own, :data:`FILL_IN_FLIGHT` batches in flight."""
     async with Producer("ServersBenchFill", namesrv, send_timeout_ms=30_000) as producer:
-
-        async def lane() -> None:
-            for k, n in pending:
-                topic = topics[k % len(topics)]
-                await producer.send_batch([Message(topic, body) for _ in range(n)])
-
-        await asyncio.gather(*(lane() for _ in range(FILL_IN_FLIGHT)))
+        await send_batches(producer, topics, count, size, batch, FILL_IN_FLIGHT)
 
 
 async def project_delivery(namesrv: str, count: int, batch: int, stop_at: float | None = None) -> float:
@@ -496,25 +505,6 @@ def measure_delivery(
         results.add(label, "msg/s", servers.side, rate)
 
 
-async def send_live(
-    producer: Producer, topic: str, count: int, size: int, batch: int, in_flight: int
-) -> float:
-    """Store ``count`` messages in batches, ``in_flight`` at once; returns when the first was sent
-    (``time.perf_counter()``). Raises if one is not stored."""
-    body = os.urandom(size)
-    sizes = iter([batch] * (count // batch) + ([count % batch] if count % batch else []))
-    started = time.perf_counter()
-
-    async def lane() -> None:
-        for n in sizes:
-            result = await producer.send_batch([Message(topic, body) for _ in range(n)])
-            if result.status is not SendStatus.SEND_OK:
-                raise RuntimeError(f"a live batch was stored {result.status.name}")
-
-    await asyncio.gather(*(lane() for _ in range(in_flight)))
-    return started
-
-
 async def live_topic(namesrv: str) -> str:
     """A fresh topic holding one message (so a producer knows its route before the timed sends)."""
     topic = f"{LIVE_TOPIC}{uuid.uuid4().hex[:8]}"
@@ -550,8 +540,8 @@ async def project_push_delivery(namesrv: str, args: argparse.Namespace) -> float
         await asyncio.wait_for(first_read.wait(), 60)
         await asyncio.sleep(LIVE_SETTLE_S)
         async with Producer("ServersBenchLive", namesrv, send_timeout_ms=SEND_TIMEOUT_MS) as producer:
-            started = await send_live(
-                producer, topic, args.messages, args.delivery_size, args.batch, args.batch_in_flight
+            started = await send_batches(
+                producer, [topic], args.messages, args.delivery_size, args.batch, args.batch_in_flight
             )
         await asyncio.wait_for(all_read.wait(), max(120.0, args.messages / 100))
     except TimeoutError:
@@ -578,8 +568,8 @@ def java_push_delivery(client: JavaClient, namesrv: str, args: argparse.Namespac
         async def run() -> None:
             async with Producer("ServersBenchLive", namesrv, send_timeout_ms=SEND_TIMEOUT_MS) as producer:
                 sent.append(
-                    await send_live(
-                        producer, topic, args.messages, args.delivery_size, args.batch, args.batch_in_flight
+                    await send_batches(
+                        producer, [topic], args.messages, args.delivery_size, args.batch, args.batch_in_flight
                     )
                 )
 
