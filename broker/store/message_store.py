@@ -165,6 +165,8 @@ class MessageStore:
         # Commit-log offset up to which every record has its consume-queue and index entries (Apache's
         # reputFromOffset). Appends dispatch at once; a slave's replicated bytes may end mid-record.
         self._reput_offset = 0
+        # Dispatching from _reput_offset must re-read the commit log (a deferred dispatch failed).
+        self._redispatch = False
         self._replica_waiter: ReplicaWaiter | None = None
         # Waits for a SYNC_MASTER append's verdict, kept until they report (the loop holds tasks weakly).
         self._verdict_tasks: set[asyncio.Task[PutMessageResult]] = set()
@@ -360,6 +362,7 @@ class MessageStore:
         Blocking (several fsyncs); the periodic flusher runs it on a worker thread.
         """
         with self._lock:
+            self._catch_up()
             # A slave may hold the first part of a record it cannot dispatch yet; recovery must redo it.
             dispatched = min(self._commit_log.max_offset, self._reput_offset)
             stamp = self._last_store_timestamp
@@ -540,7 +543,7 @@ class MessageStore:
                     if is_consumable(message.sys_flag):
                         queue_offset = next_offsets.get(key, -1)
                         if queue_offset < 0:
-                            queue_offset = self._queues.next_offset(*key)
+                            queue_offset = self._dispatcher.next_queue_offset(*key)
                         next_offsets[key] = queue_offset + 1
                     record = message.stored_at(queue_offset, offset, now, store_host or message.store_host)
                     data = encode_stored_message(record)
@@ -571,9 +574,9 @@ class MessageStore:
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
             finally:
                 self._lock_released(now)
-            self._dispatcher.dispatch_appended(stored)
+            if self._dispatcher.defer(stored):
+                self._arrange_dispatch()
             self._last_store_timestamp = now
-            self._reput_offset = self._commit_log.max_offset
         msg_ids = ",".join([encode_offset_msg_id(r.store_host, r.commit_log_offset) for r in stored])
         result = PutMessageResult(
             PutMessageStatus.PUT_OK,
@@ -587,6 +590,48 @@ class MessageStore:
         )
         self._appended(offset + len(data))
         return result, offset + len(data)
+
+    def _arrange_dispatch(self) -> None:
+        """Have the records waiting for dispatch dispatched: on the next turn of the appending thread's
+        event loop (with every append of this turn), or at once on a thread that runs none."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._catch_up()
+            return
+        loop.call_soon(self._dispatch_soon)
+
+    def _dispatch_soon(self) -> None:
+        with self._lock:
+            if self._open:
+                self._catch_up()
+
+    def _catch_up(self) -> None:
+        """Give every appended record its consume-queue and index entries; the lock is held. Readers of
+        the queues and the index call this first, so they never see an append without its entries.
+
+        Should writing them fail (a disk error), the records are dispatched again from the commit log on
+        the next call, from the last offset known dispatched: entries already written are skipped there.
+        """
+        dispatcher = self._dispatcher
+        if self._redispatch:
+            dispatcher.discard_pending()
+            try:
+                self._reput()
+            except Exception:
+                log.exception("dispatching appended messages from the commit log failed; retrying later")
+                return
+            self._redispatch = False
+            return
+        if not dispatcher.pending:
+            return
+        try:
+            dispatcher.dispatch_pending()
+        except Exception:
+            log.exception("dispatching appended messages failed; retrying from the commit log")
+            self._redispatch = True
+            return
+        self._reput_offset = self._commit_log.max_offset
 
     def _appended(self, end: int) -> None:
         for listener in list(self._append_listeners):
@@ -623,6 +668,7 @@ class MessageStore:
         resynchronises) and RuntimeError when the store is closed.
         """
         with self._lock:
+            self._catch_up()
             if not self._open:
                 raise RuntimeError("the message store is closed")
             was_empty = self._commit_log.segments.empty
@@ -685,6 +731,7 @@ class MessageStore:
         )
         correct = self.config.broker_role is not BrokerRole.SLAVE or self.config.offset_check_in_slave
         with self._lock:
+            self._catch_up()
             queue = self._queues.get(topic, queue_id)
             result = pull(
                 queue, self._commit_log, offset, limits, codes, message_filter, correct_offsets=correct
@@ -697,17 +744,20 @@ class MessageStore:
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
         with self._lock:
+            self._catch_up()
             queue = self._queues.get(topic, queue_id)
             return queue.min_offset if queue is not None else 0
 
     def get_max_offset(self, topic: str, queue_id: int) -> int:
         with self._lock:
+            self._catch_up()
             queue = self._queues.get(topic, queue_id)
             return queue.max_offset if queue is not None else 0
 
     def get_commit_log_offset(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
         """Where the message at a queue offset lives in the commit log."""
         with self._lock:
+            self._catch_up()
             queue = self._queues.get(topic, queue_id)
             entry = queue.get(queue_offset) if queue is not None else None
             return entry.commit_log_offset if entry is not None else None
@@ -718,6 +768,7 @@ class MessageStore:
         """The queue offset of the first message stored at or after ``timestamp`` (LOWER; the queue's max
         offset if none was) or of the last one stored at or before it (UPPER; the min offset if none)."""
         with self._lock:
+            self._catch_up()
             queue = self._queues.get(topic, queue_id)
             if queue is None or queue.max_offset == queue.min_offset:
                 return queue.max_offset if queue is not None else 0
@@ -729,6 +780,7 @@ class MessageStore:
     def get_store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """Store timestamp of the message at a queue offset, -1 if there is none."""
         with self._lock:
+            self._catch_up()
             queue = self._queues.get(topic, queue_id)
             entry = queue.get(queue_offset) if queue is not None else None
             return self._store_time_of(entry) if entry is not None else -1
@@ -736,6 +788,7 @@ class MessageStore:
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
         """Store timestamp of the oldest message still readable in a queue, -1 if there is none."""
         with self._lock:
+            self._catch_up()
             queue = self._queues.get(topic, queue_id)
             if queue is None:
                 return -1
@@ -799,6 +852,7 @@ class MessageStore:
         if index is None:
             return QueryMessageResult([], 0, 0)
         with self._lock:
+            self._catch_up()
             return query_by_key(
                 index,
                 self._commit_log,
@@ -829,11 +883,13 @@ class MessageStore:
     def topics(self) -> dict[str, list[int]]:
         """Every topic with a consume queue, with its queue ids."""
         with self._lock:
+            self._catch_up()
             return self._queues.topics()
 
     def delete_topic(self, topic: str) -> int:
         """Drop a topic's consume queues (its commit-log records age out with retention)."""
         with self._lock:
+            self._catch_up()
             return self._queues.remove_topic(topic)
 
     def clean_expired(self, now_ms: int | None = None) -> CleanResult:
@@ -844,6 +900,7 @@ class MessageStore:
         """
         now = self._clock() if now_ms is None else now_ms
         with self._lock:
+            self._catch_up()
             if not self._open:
                 return CleanResult()
             return clean_expired(
