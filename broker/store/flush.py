@@ -31,6 +31,11 @@ INLINE_FSYNC_MAX_S = 0.0015
 #: Weight of the latest round in that average: one stall of a few ms moves it past the limit at once, a
 #: round now and then just over the limit (fsyncs have such a tail) does not.
 INLINE_WEIGHT = 0.125
+#: Turns of the event loop a round on the loop lets pass before its fsync, so that the appends read from
+#: the sockets meanwhile join it. Measured with 64 single sends of 1 KiB and with 8 batches of 32 x 100 B
+#: in flight: 2 turns gave batches ~8% more per second than 1 (singles the same); 3 or more made both
+#: slower (the loop idles while its peers wait for answers).
+GATHER_TURNS = 2
 #: While rounds run on the thread, the loop tries one itself this often (the disk may be fast again) ...
 INLINE_RETRY_S = 0.5
 #: ... unless the last round on the thread took longer than this: a disk that stalls stays off the loop.
@@ -143,11 +148,17 @@ class GroupCommitService:
 
     def _begin_round(self, loop: asyncio.AbstractEventLoop) -> None:
         if self._on_loop(loop.time()):
-            # One more turn first: the appends already read from the sockets join this round.
-            self._round = loop.call_soon(self._round_on_loop, loop)
+            self._round = loop.call_soon(self._gather, loop, GATHER_TURNS - 1)
             return
         future = self._round = loop.run_in_executor(self._executor, self._timed_flush)
         future.add_done_callback(functools.partial(self._round_on_thread_done, loop))
+
+    def _gather(self, loop: asyncio.AbstractEventLoop, turns_left: int) -> None:
+        """Let ``turns_left`` more loop turns pass, then run the round (see :data:`GATHER_TURNS`)."""
+        if turns_left > 0:
+            self._round = loop.call_soon(self._gather, loop, turns_left - 1)
+        else:
+            self._round_on_loop(loop)
 
     def _round_on_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self.inline_rounds += 1

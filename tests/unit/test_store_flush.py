@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import threading
 import time
 from collections.abc import Callable
@@ -14,7 +15,7 @@ import pytest
 from broker.store import FlushDiskType, MessageStore, PutMessageResult, PutMessageStatus, StoreConfig
 from broker.store import flush as flush_module
 from broker.store.checkpoint import load_checkpoint
-from broker.store.flush import GroupCommitService
+from broker.store.flush import GATHER_TURNS, GroupCommitService
 from broker.store.segment_queue import SegmentQueue
 from rocketmq_wire.message.properties import encode_properties
 from rocketmq_wire.message.stored import MessageExt, decode_messages
@@ -358,6 +359,36 @@ async def test_rounds_run_as_loop_callbacks_without_a_task() -> None:
         for _ in range(5):
             await asyncio.sleep(0)
         assert heard == [True] * 39 and service.rounds == service.inline_rounds == 1
+        await service.close()
+
+
+async def test_a_round_on_the_loop_takes_in_the_waits_of_the_turns_it_lets_pass() -> None:
+    written = 0
+    fsyncs: list[int] = []
+
+    def flush() -> int:  # durable up to whatever was written when the round ran
+        fsyncs.append(written)
+        return written
+
+    with ThreadPoolExecutor(1) as executor:
+        service = GroupCommitService(flush, lambda: fsyncs[-1] if fsyncs else 0, executor)
+        heard: list[int] = []
+
+        def hear(offset: int, durable: bool) -> None:
+            assert durable
+            heard.append(offset)
+
+        # One append per loop turn. The round becomes due on the turn after the first one's wait and
+        # fsyncs GATHER_TURNS turns later: the waits begun until then share it, the next starts another.
+        shared = GATHER_TURNS + 1
+        for offset in range(1, shared + 2):
+            written = offset
+            assert service.when_durable(offset, 5, functools.partial(hear, offset)) is None
+            await asyncio.sleep(0)
+        for _ in range(GATHER_TURNS + 3):
+            await asyncio.sleep(0)
+        assert fsyncs == [shared, shared + 1]
+        assert heard == list(range(1, shared + 2)) and service.rounds == 2
         await service.close()
 
 
