@@ -210,15 +210,16 @@ class SendMessageProcessor:
         # A stored message does not keep WAIT (it only matters while storing); Apache drops it the same way,
         # by taking it out of the map and putting it back afterwards -- at the end of the map, which decides
         # where it lands when a half or delayed message is written from the map later.
-        stored_props = {name: value for name, value in properties.items() if name != const.WAIT}
-        if const.WAIT in properties:
-            properties[const.WAIT] = properties.pop(const.WAIT)
+        wait = properties.pop(const.WAIT, None)
+        properties_string = stored_properties(properties)
+        if wait is not None:
+            properties[const.WAIT] = wait
 
         message = MessageExt(
             topic=topic,
             body=request.body,
             flag=int(header.flag or 0),
-            properties_string=stored_properties(stored_props),
+            properties_string=properties_string,
             queue_id=queue_id,
             sys_flag=sys_flag,
             born_timestamp=int(header.born_timestamp or 0),

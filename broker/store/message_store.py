@@ -116,6 +116,16 @@ class _MessageTooLarge(Exception):
     pass
 
 
+def _encoded_at(record: MessageExt, offset: int, max_size: int) -> bytes:
+    """``record``'s bytes placed at commit-log ``offset`` (which they carry); sets its offset and size."""
+    record.commit_log_offset = offset
+    data = encode_stored_message(record)
+    if len(data) > max_size:
+        raise _MessageTooLarge(f"a stored message of {len(data)} bytes exceeds {max_size}")
+    record.store_size = len(data)
+    return data
+
+
 class MessageStore:
     """One broker's message store rooted at a directory.
 
@@ -530,27 +540,14 @@ class MessageStore:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
             now = self._clock()
             self._begin_time_in_lock = now
-            stored: list[MessageExt] = []
-            store_host = self._store_host
+            stored = self._records_at(messages, now)
 
             def build(offset: int) -> bytes:
-                stored.clear()
-                next_offsets: dict[tuple[str, int], int] = {}
+                if len(stored) == 1:  # a single send: its record is the whole append
+                    return _encoded_at(stored[0], offset, max_size)
                 parts: list[bytes] = []
-                for message in messages:
-                    key = (message.topic, message.queue_id)
-                    queue_offset = 0
-                    if is_consumable(message.sys_flag):
-                        queue_offset = next_offsets.get(key, -1)
-                        if queue_offset < 0:
-                            queue_offset = self._dispatcher.next_queue_offset(*key)
-                        next_offsets[key] = queue_offset + 1
-                    record = message.stored_at(queue_offset, offset, now, store_host or message.store_host)
-                    data = encode_stored_message(record)
-                    if len(data) > max_size:
-                        raise _MessageTooLarge(f"a stored message of {len(data)} bytes exceeds {max_size}")
-                    record.store_size = len(data)
-                    stored.append(record)
+                for record in stored:
+                    data = _encoded_at(record, offset, max_size)
                     parts.append(data)
                     offset += len(data)
                 return b"".join(parts)
@@ -577,19 +574,49 @@ class MessageStore:
             if self._dispatcher.defer(stored):
                 self._arrange_dispatch()
             self._last_store_timestamp = now
-        msg_ids = ",".join([encode_offset_msg_id(r.store_host, r.commit_log_offset) for r in stored])
+        if len(stored) == 1:
+            first = stored[0]
+            msg_ids = encode_offset_msg_id(first.store_host, offset)
+            queue_offsets: tuple[int, ...] = (first.queue_offset,)
+        else:
+            msg_ids = ",".join([encode_offset_msg_id(r.store_host, r.commit_log_offset) for r in stored])
+            queue_offsets = tuple([r.queue_offset for r in stored])
         result = PutMessageResult(
             PutMessageStatus.PUT_OK,
             wrote_offset=offset,
             wrote_bytes=len(data),
             msg_id=msg_ids,
             store_timestamp=now,
-            queue_offset=stored[0].queue_offset,
+            queue_offset=queue_offsets[0],
             message_count=len(stored),
-            queue_offsets=tuple(r.queue_offset for r in stored),
+            queue_offsets=queue_offsets,
         )
         self._appended(offset + len(data))
         return result, offset + len(data)
+
+    def _records_at(self, messages: Sequence[MessageExt], now: int) -> list[MessageExt]:
+        """The records an append writes: each message with its queue offset, store time and host (the
+        commit-log offset and size come once the bytes are placed)."""
+        store_host = self._store_host
+        dispatcher = self._dispatcher
+        if len(messages) == 1:
+            message = messages[0]
+            queue_offset = 0
+            if is_consumable(message.sys_flag):
+                queue_offset = dispatcher.next_queue_offset(message.topic, message.queue_id)
+            return [message.stored_at(queue_offset, 0, now, store_host or message.store_host)]
+        records: list[MessageExt] = []
+        next_offsets: dict[tuple[str, int], int] = {}
+        for message in messages:
+            queue_offset = 0
+            if is_consumable(message.sys_flag):
+                key = (message.topic, message.queue_id)
+                queue_offset = next_offsets.get(key, -1)
+                if queue_offset < 0:
+                    queue_offset = dispatcher.next_queue_offset(*key)
+                next_offsets[key] = queue_offset + 1
+            records.append(message.stored_at(queue_offset, 0, now, store_host or message.store_host))
+        return records
 
     def _arrange_dispatch(self) -> None:
         """Have the records waiting for dispatch dispatched: on the next turn of the appending thread's
