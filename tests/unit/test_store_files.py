@@ -71,16 +71,30 @@ def test_segment_writes_through_its_map_and_reserves_blocks_just_ahead(
 ) -> None:
     size = 16 * segment_module.RESERVE_AHEAD
     segment = Segment.create(tmp_path, 0, size, mapped=True)
-    monkeypatch.setattr(os, "pwrite", _refuse_pwrite)
+    real_pwrite = os.pwrite
+    pwritten: list[tuple[int, int]] = []
+
+    def pwrite_of_a_page_or_more(fd: int, data: bytes | memoryview, position: int) -> int:
+        if len(data) < segment_module.PWRITE_FROM:
+            _refuse_pwrite()
+        pwritten.append((position, len(data)))
+        return real_pwrite(fd, data, position)
+
+    monkeypatch.setattr(os, "pwrite", pwrite_of_a_page_or_more)
     assert segment.append(b"first") == 0
     assert segment.read(0, 5) == b"first"
     allocated = segment.path.stat().st_blocks * 512
     # Blocks are reserved a step ahead, and the rest of the file stays a hole.
     assert segment_module.RESERVE_AHEAD <= allocated <= 2 * segment_module.RESERVE_AHEAD
+    # A write of many pages (a batch) is one pwrite, into blocks reserved first all the same.
     big = bytes(range(256)) * (segment_module.RESERVE_AHEAD // 128)  # two steps' worth in one write
-    assert segment.append(big) == 5
+    assert segment.append(big) == 5 and pwritten == [(5, len(big))]
     assert segment.read(5, len(big)) == big
+    assert 5 + len(big) <= segment.path.stat().st_blocks * 512  # reserved before the pwrite
     assert segment.path.stat().st_blocks * 512 <= 4 * segment_module.RESERVE_AHEAD
+    # The map and pwrite share the page cache: a small write after the big one, in its last page, lands.
+    assert segment.append(b"tail") == 5 + len(big) and len(pwritten) == 1
+    assert segment.read(5 + len(big) - 2, 6) == big[-2:] + b"tail"
     segment.truncate_to(3)  # the blocks go, the map reads zeros there, a new write reserves them again
     assert segment.read(0, 8) == b"fir" + b"\0" * 5
     assert segment.append(b"st") == 3 and segment.read(0, 8) == b"first\0\0\0"
