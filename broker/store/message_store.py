@@ -173,7 +173,8 @@ class MessageStore:
         self._flusher: PeriodicFlusher | None = None
         self.recovery: RecoveryReport | None = None
         # Commit-log offset up to which every record has its consume-queue and index entries (Apache's
-        # reputFromOffset). Appends dispatch at once; a slave's replicated bytes may end mid-record.
+        # reputFromOffset). Appends are dispatched a loop turn later (_catch_up); a slave's replicated
+        # bytes may end mid-record.
         self._reput_offset = 0
         # Dispatching from _reput_offset must re-read the commit log (a deferred dispatch failed).
         self._redispatch = False
