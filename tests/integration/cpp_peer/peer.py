@@ -56,6 +56,11 @@ EXIT_NO_LIBRARY = 5
 EXIT_INCOMPLETE = 6
 EXIT_ORPHANED = 7
 
+#: Pause before the n-th retry of a failed pull is n times this: the C++ client reports a connection that
+#: failed to set up just now (a contended transport lock, seen in CI) as it reports any failure, and an
+#: immediate retry meets the same state.
+PULL_RETRY_PAUSE_S = 0.2
+
 BINDING_DIST = "rocketmq"
 BINDING_VERSION = "0.4.4"
 
@@ -753,8 +758,9 @@ def cmd_pull_consume(binding: Binding, args: argparse.Namespace, out: Output, pr
 
     Uses the C API's ``Pull`` directly instead of ``PullConsumer.pull``, whose loop spins forever on
     BROKER_TIMEOUT (what the C++ client reports for any pull failure) and keeps offsets in a class-level
-    dict shared by every instance. Here each pull is printed, BROKER_TIMEOUT is retried ``--retries`` times,
-    and OFFSET_ILLEGAL moves to the offset the broker suggests.
+    dict shared by every instance. Here each pull is printed, BROKER_TIMEOUT is retried ``--retries`` times
+    after a growing pause (:data:`PULL_RETRY_PAUSE_S`), and OFFSET_ILLEGAL moves to the offset the broker
+    suggests.
     """
     ffi, dll = binding.ffi, binding.dll
     check = binding.exceptions.ffi_check
@@ -837,6 +843,7 @@ def _drain_queue(
                     "error", error_type="BrokerTimeout", message="pull kept failing", queue_id=mq.queueId
                 )
                 return
+            time.sleep(PULL_RETRY_PAUSE_S * failures)
             continue
         if status == "NO_NEW_MSG" or (result.nextBeginOffset == offset and status != "FOUND"):
             return
