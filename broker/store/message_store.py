@@ -126,6 +126,29 @@ def _encoded_at(record: MessageExt, offset: int, max_size: int) -> bytes:
     return data
 
 
+class _Dispatched:
+    """``with store._dispatched:`` holds the store lock with every append's consume-queue and index entries
+    written: how every reader of the queues or the index enters (a class, not a generator-based context
+    manager: pulls enter it once each)."""
+
+    __slots__ = ("_store",)
+
+    def __init__(self, store: MessageStore) -> None:
+        self._store = store
+
+    def __enter__(self) -> None:
+        store = self._store
+        store._lock.acquire()
+        try:
+            store._catch_up()
+        except BaseException:
+            store._lock.release()
+            raise
+
+    def __exit__(self, *exc_info: object) -> None:
+        self._store._lock.release()
+
+
 class MessageStore:
     """One broker's message store rooted at a directory.
 
@@ -150,6 +173,7 @@ class MessageStore:
         self._clock = clock
         self._disk_usage = disk_usage
         self._lock = threading.RLock()
+        self._dispatched = _Dispatched(self)
         self._checkpoint_lock = threading.Lock()
         self._commit_log = CommitLog(self.root / "commitlog", self.config.commit_log_segment_size)
         self._queues = QueueTable(self.root / "consumequeue", self.config.consume_queue_entries_per_file)
@@ -372,8 +396,7 @@ class MessageStore:
 
         Blocking (several fsyncs); the periodic flusher runs it on a worker thread.
         """
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             # A slave may hold the first part of a record it cannot dispatch yet; recovery must redo it.
             dispatched = min(self._commit_log.max_offset, self._reput_offset)
             stamp = self._last_store_timestamp
@@ -636,7 +659,8 @@ class MessageStore:
 
     def _catch_up(self) -> None:
         """Give every appended record its consume-queue and index entries; the lock is held. Readers of
-        the queues and the index call this first, so they never see an append without its entries.
+        the queues and the index enter through :class:`_Dispatched`, so they never see an append without
+        its entries.
 
         Should writing them fail (a disk error), the records are dispatched again from the commit log on
         the next call, from the last offset known dispatched: entries already written are skipped there.
@@ -695,8 +719,7 @@ class MessageStore:
         records dispatched. Raises ValueError when the bytes do not continue this commit log (the caller
         resynchronises) and RuntimeError when the store is closed.
         """
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             if not self._open:
                 raise RuntimeError("the message store is closed")
             was_empty = self._commit_log.segments.empty
@@ -758,8 +781,7 @@ class MessageStore:
             max_filter_bytes=self.config.max_filter_message_size,
         )
         correct = self.config.broker_role is not BrokerRole.SLAVE or self.config.offset_check_in_slave
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             queue = self._queues.get(topic, queue_id)
             result = pull(
                 queue, self._commit_log, offset, limits, codes, message_filter, correct_offsets=correct
@@ -771,21 +793,18 @@ class MessageStore:
         return result
 
     def get_min_offset(self, topic: str, queue_id: int) -> int:
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             queue = self._queues.get(topic, queue_id)
             return queue.min_offset if queue is not None else 0
 
     def get_max_offset(self, topic: str, queue_id: int) -> int:
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             queue = self._queues.get(topic, queue_id)
             return queue.max_offset if queue is not None else 0
 
     def get_commit_log_offset(self, topic: str, queue_id: int, queue_offset: int) -> int | None:
         """Where the message at a queue offset lives in the commit log."""
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             queue = self._queues.get(topic, queue_id)
             entry = queue.get(queue_offset) if queue is not None else None
             return entry.commit_log_offset if entry is not None else None
@@ -795,8 +814,7 @@ class MessageStore:
     ) -> int:
         """The queue offset of the first message stored at or after ``timestamp`` (LOWER; the queue's max
         offset if none was) or of the last one stored at or before it (UPPER; the min offset if none)."""
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             queue = self._queues.get(topic, queue_id)
             if queue is None or queue.max_offset == queue.min_offset:
                 return queue.max_offset if queue is not None else 0
@@ -807,16 +825,14 @@ class MessageStore:
 
     def get_store_time(self, topic: str, queue_id: int, queue_offset: int) -> int:
         """Store timestamp of the message at a queue offset, -1 if there is none."""
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             queue = self._queues.get(topic, queue_id)
             entry = queue.get(queue_offset) if queue is not None else None
             return self._store_time_of(entry) if entry is not None else -1
 
     def get_earliest_message_time(self, topic: str, queue_id: int) -> int:
         """Store timestamp of the oldest message still readable in a queue, -1 if there is none."""
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             queue = self._queues.get(topic, queue_id)
             if queue is None:
                 return -1
@@ -879,8 +895,7 @@ class MessageStore:
         index = self._index
         if index is None:
             return QueryMessageResult([], 0, 0)
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             return query_by_key(
                 index,
                 self._commit_log,
@@ -910,14 +925,12 @@ class MessageStore:
 
     def topics(self) -> dict[str, list[int]]:
         """Every topic with a consume queue, with its queue ids."""
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             return self._queues.topics()
 
     def delete_topic(self, topic: str) -> int:
         """Drop a topic's consume queues (its commit-log records age out with retention)."""
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             return self._queues.remove_topic(topic)
 
     def clean_expired(self, now_ms: int | None = None) -> CleanResult:
@@ -927,8 +940,7 @@ class MessageStore:
         appends on other threads simply wait for the store lock.
         """
         now = self._clock() if now_ms is None else now_ms
-        with self._lock:
-            self._catch_up()
+        with self._dispatched:
             if not self._open:
                 return CleanResult()
             return clean_expired(
