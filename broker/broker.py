@@ -79,7 +79,7 @@ from broker.processors.topic_admin import (
     GetTopicStatsInfoProcessor,
     UpdateAndCreateTopicProcessor,
 )
-from broker.registration import NameServerRegistration, RegistrationResult
+from broker.registration import ChangeAnnouncer, NameServerRegistration, RegistrationResult
 from broker.schedule import ScheduleMessageService
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
@@ -153,8 +153,8 @@ class Broker:
         self._handlers: dict[int, tuple[Handler, RequestGate | None]] = {}
         self._chores: list[PeriodicTask] = []
         self._tasks: set[asyncio.Task[None]] = set()
-        self._register_again = False
-        self._register_task: asyncio.Task[None] | None = None
+        #: Registers again after topic changes; processors wait on it as Apache's register inside the request.
+        self.announcer = ChangeAnnouncer(self.registration.register_all)
         self._started = False
 
     # -- parts that exist while running -------------------------------------------------------------------
@@ -437,10 +437,7 @@ class Broker:
         for chore in self._chores:
             await chore.stop()
         self._chores = []
-        if self._register_task is not None:
-            self._register_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._register_task
+        await self.announcer.close()
         if self.config.namesrv_addrs:  # last, so no registration still under way can undo it
             await self.registration.unregister_all()
         await self.ha.close()
@@ -480,22 +477,8 @@ class Broker:
 
     def _topics_changed(self) -> None:
         """A topic changed: register again now rather than at the next cycle (routes appear at once)."""
-        if not self._started or not self.config.namesrv_addrs:
-            return
-        if self._register_task is not None and not self._register_task.done():
-            self._register_again = True
-            return
-        self._register_task = asyncio.create_task(self._register_until_settled(), name="register-on-change")
-
-    async def _register_until_settled(self) -> None:
-        while True:
-            self._register_again = False
-            try:
-                await self.registration.register_all()
-            except Exception:
-                log.exception("registering after a topic change failed")
-            if not self._register_again:
-                return
+        if self._started and self.config.namesrv_addrs:
+            self.announcer.changed()
 
     def _registered(self, results: list[RegistrationResult]) -> None:
         """A registration round ended: a slave learns (or re-learns) its master from the answers."""

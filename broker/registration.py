@@ -5,15 +5,21 @@ the header) and goes to every configured NameServer at start, every ``registerNa
 each topic change; UNREGISTER_BROKER goes out on shutdown. A NameServer that is down only costs a log line:
 the next cycle tries again. The answer's ``ORDER_TOPIC_CONFIG`` table tells the broker which topics are
 ordered, which matters when its write permission is taken away.
+
+A request that made a topic (a send to a new topic, UPDATE_AND_CREATE_TOPIC, a heartbeat that brings a retry
+topic) is answered only once the round after it has ended, as Apache registers inside such a request: whoever
+has the answer can find the route.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import zlib
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
+from typing import TypeVar
 
 from broker.config import BrokerConfig
 from broker.topic_config_manager import TopicConfigManager
@@ -29,6 +35,8 @@ from rocketmq_wire.headers.namesrv import (
 from rocketmq_wire.transport import RemotingClient, RemotingError
 
 log = logging.getLogger("broker.registration")
+
+T = TypeVar("T")
 
 #: Apache clamps the registration period to this range.
 MIN_PERIOD_MS = 10_000
@@ -143,3 +151,77 @@ class NameServerRegistration:
                 log.warning("NameServer %s refused to unregister us: %d %s", addr, answer.code, answer.remark)
 
         await asyncio.gather(*(one(addr) for addr in config.namesrv_addrs))
+
+
+class ChangeAnnouncer:
+    """Registers again after each topic change (one round at a time; changes made during a round get one
+    more round) and lets a request wait for the round that covers its change.
+
+    Apache registers inside the request that created or changed a topic -- a send to a new topic, a consumer's
+    retry topic, UPDATE_AND_CREATE_TOPIC -- so a client that has its answer finds the topic's route at the
+    NameServers straight away (send, then subscribe). A processor here keeps that promise by reading
+    :attr:`changes` before its work and awaiting :meth:`announced_since` after it.
+    """
+
+    def __init__(self, register: Callable[[], Awaitable[object]]) -> None:
+        self._register = register
+        self._task: asyncio.Task[None] | None = None
+        self._again = False
+        #: Topic changes seen so far; a processor compares readings to learn whether its request made one.
+        self.changes = 0
+        self._covered = 0
+        self._waiters: list[tuple[int, asyncio.Future[None]]] = []
+
+    def changed(self) -> None:
+        self.changes += 1
+        if self._task is not None and not self._task.done():
+            self._again = True
+            return
+        self._task = asyncio.create_task(self._rounds(), name="register-on-change")
+
+    async def announced_since(self, seen: int) -> None:
+        """Return at once if nothing changed since ``seen``; else once a round begun after the latest change
+        has ended. A round that a NameServer refused or missed counts too: as in Apache, the answer then goes
+        out anyway and the route follows with the next periodic registration."""
+        if self.changes == seen or self._covered >= self.changes or self._task is None:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        self._waiters.append((self.changes, waiter))
+        await waiter
+
+    async def announcing(self, work: Awaitable[T]) -> T:
+        """``work``'s result, once the NameServers have heard of any topic change it made."""
+        seen = self.changes
+        result = await work
+        await self.announced_since(seen)
+        return result
+
+    async def close(self) -> None:
+        """Stop the round under way (shutdown); whoever waits for it is let go."""
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        self._release(self.changes)
+
+    async def _rounds(self) -> None:
+        while True:
+            self._again = False
+            covering = self.changes
+            try:
+                await self._register()
+            except Exception:
+                log.exception("registering after a topic change failed")
+            self._covered = covering
+            self._release(covering)
+            if not self._again:
+                return
+
+    def _release(self, covered: int) -> None:
+        still: list[tuple[int, asyncio.Future[None]]] = []
+        for target, waiter in self._waiters:
+            if target > covered:
+                still.append((target, waiter))
+            elif not waiter.done():
+                waiter.set_result(None)
+        self._waiters = still

@@ -49,6 +49,7 @@ class HeartbeatProcessor:
         except CodecError as exc:
             raise BadRequest(f"the heartbeat body is malformed: {exc}") from None
         info = channel_info(broker, request, conn, heartbeat.client_id or "")
+        seen = broker.announcer.changes
         for consumer in heartbeat.consumer_data_set:
             group = consumer.group_name or ""
             group_config = broker.subscription_groups.find(group)
@@ -79,6 +80,7 @@ class HeartbeatProcessor:
                 )
         for producer in heartbeat.producer_data_set:
             broker.producer_manager.register(producer.group_name or "", info)
+        await broker.announcer.announced_since(seen)  # a new retry topic is routable once this is answered
         return request.make_response(ResponseCode.SUCCESS)
 
 

@@ -117,12 +117,18 @@ class SendMessageProcessor:
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | DeferredAnswer:
         header = parse_send_header(request)
+        announcer = self._broker.announcer
+        seen = announcer.changes
         topic_config = self._check(request, header, conn)
         if isinstance(topic_config, RemotingCommand):
             return topic_config
         if header.batch:
-            return await self._send_batch(request, header, conn, topic_config)
-        return await self._send_one(request, header, conn, topic_config)
+            answer = await self._send_batch(request, header, conn, topic_config)
+        else:
+            answer = await self._send_one(request, header, conn, topic_config)
+        if announcer.changes != seen:  # this send made its topic (or a DLQ): the NameServers hear of it first
+            await announcer.announced_since(seen)
+        return answer
 
     def _check(
         self, request: RemotingCommand, header: SendHeader, conn: Connection

@@ -51,6 +51,9 @@ class ConsumerSendMsgBackProcessor:
             return None
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        return await self._broker.announcer.announcing(self._send_back(request))
+
+    async def _send_back(self, request: RemotingCommand) -> RemotingCommand | None:
         broker = self._broker
         config = broker.config
         header = read_header(request, ConsumerSendMsgBackRequestHeader)

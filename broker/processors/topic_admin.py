@@ -70,7 +70,10 @@ class UpdateAndCreateTopicProcessor:
             order=bool(header.order),
         )
         log.info("topic %s created or updated by %s", topic, conn.remote_address)
+        announcer = self._broker.announcer
+        seen = announcer.changes
         self._broker.topic_config_manager.update(config)
+        await announcer.announced_since(seen)  # as Apache, answer once the NameServers have the new route
         return request.make_response(ResponseCode.SUCCESS, UNSET_REMARK)
 
 

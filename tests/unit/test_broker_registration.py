@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from broker import Broker, ManualClock
-from broker.registration import RegistrationResult
+from broker.registration import ChangeAnnouncer, RegistrationResult
 from broker.testing import BrokerClient, config_for_tests
 from nameserver.server import NameServer
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -130,3 +130,115 @@ async def test_registration_wire_form_and_a_dead_nameserver(tmp_path: Path) -> N
         assert unregister.fields()["brokerAddr"] == broker.address
     finally:
         await recorder.server.close()
+
+
+class SlowNameServer(RecordingNameServer):
+    """Takes ``delay_s`` to answer a registration and keeps the topics of each one it has answered."""
+
+    def __init__(self, delay_s: float) -> None:
+        super().__init__()
+        self.delay_s = delay_s
+        self.answered_topics: set[str] = set()
+
+    async def _handle(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        if request.code == RequestCode.REGISTER_BROKER:
+            await asyncio.sleep(self.delay_s)
+            body = RegisterBrokerBody.decode(request.body, compressed=False)
+            self.answered_topics |= set(body.topic_config_serialize_wrapper.topic_config_table)
+        return await super()._handle(request, conn)
+
+
+@pytest.fixture
+async def slow_namesrv() -> AsyncIterator[SlowNameServer]:
+    recorder = SlowNameServer(delay_s=0.3)
+    await recorder.server.start()
+    try:
+        yield recorder
+    finally:
+        await recorder.server.close()
+
+
+async def test_a_request_that_makes_a_topic_is_answered_after_the_nameservers_heard_of_it(
+    tmp_path: Path, slow_namesrv: SlowNameServer
+) -> None:
+    """Apache registers inside the request, so a client that sends to a new topic (or creates one, or joins a
+    group) and then asks the NameServer for the route finds it."""
+    config = config_for_tests(tmp_path / "store", namesrv_addr=slow_namesrv.server.address)
+    async with Broker(config) as broker, BrokerClient(broker.address) as client:
+        assert (await client.send("MadeBySend", b"first")).code == ResponseCode.SUCCESS
+        assert "MadeBySend" in slow_namesrv.answered_topics
+        assert (await client.send_batch("MadeByBatch", [(b"x", "")])).code == ResponseCode.SUCCESS
+        assert "MadeByBatch" in slow_namesrv.answered_topics
+        assert (await client.create_topic("MadeByAdmin", 2)).code == ResponseCode.SUCCESS
+        assert "MadeByAdmin" in slow_namesrv.answered_topics
+        assert (await client.heartbeat("c1", consumer_groups={"joined": {"MadeBySend": "*"}})).code == 0
+        assert "%RETRY%joined" in slow_namesrv.answered_topics
+
+        # A send to a topic that exists waits for nobody, even while a registration round is under way.
+        rounds_before = len(slow_namesrv.requests)
+        broker.announcer.changed()
+        started = asyncio.get_running_loop().time()
+        assert (await client.send("MadeBySend", b"second")).code == ResponseCode.SUCCESS
+        assert asyncio.get_running_loop().time() - started < slow_namesrv.delay_s / 2
+        assert len(slow_namesrv.requests) == rounds_before
+
+
+class GatedRounds:
+    """A registration stand-in whose rounds end when the test says so (or fail, when told to)."""
+
+    def __init__(self) -> None:
+        self.started = 0
+        self.gates: list[asyncio.Future[None]] = []
+
+    async def __call__(self) -> None:
+        self.started += 1
+        gate = asyncio.get_running_loop().create_future()
+        self.gates.append(gate)
+        await gate
+
+    def end(self, index: int, error: Exception | None = None) -> None:
+        if error is None:
+            self.gates[index].set_result(None)
+        else:
+            self.gates[index].set_exception(error)
+
+
+async def _settle() -> None:
+    for _ in range(5):
+        await asyncio.sleep(0)
+
+
+async def test_a_change_made_during_a_round_waits_for_the_next_round() -> None:
+    rounds = GatedRounds()
+    announcer = ChangeAnnouncer(rounds)
+    assert announcer.changes == 0
+    await announcer.announced_since(0)  # nothing changed: no wait
+
+    announcer.changed()
+    first = asyncio.ensure_future(announcer.announced_since(0))
+    await _settle()
+    announcer.changed()  # made while the first round is under way: that round does not cover it
+    second = asyncio.ensure_future(announcer.announced_since(1))
+    await _settle()
+    assert rounds.started == 1 and not first.done()
+
+    rounds.end(0, OSError("the NameServer went away"))  # a failed round still lets its waiters go
+    await _settle()
+    assert first.done() and not second.done()
+    assert rounds.started == 2
+
+    rounds.end(1)
+    await _settle()
+    assert second.done()
+    assert rounds.started == 2  # nothing changed meanwhile: no third round
+
+
+async def test_closing_lets_every_waiter_go() -> None:
+    rounds = GatedRounds()
+    announcer = ChangeAnnouncer(rounds)
+    announcer.changed()
+    waiting = asyncio.ensure_future(announcer.announced_since(0))
+    await _settle()
+    await announcer.close()
+    await _settle()
+    assert waiting.done() and waiting.exception() is None
