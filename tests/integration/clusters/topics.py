@@ -13,13 +13,16 @@ from tests.integration.clusters.probe import eventually
 
 #: Brokers tell the NameServer about a new topic at once or at their next registration.
 CONVERGE_S = 40.0
+#: Apache's broker answers UPDATE_AND_CREATE_TOPIC after it has registered with the NameServer; a JVM still
+#: warming up beside the other test workers has been seen to take over the admin's usual 3 s for that.
+CREATE_TIMEOUT_MS = 10_000
 
 
 async def create_on_every_broker(cluster: Cluster, prefix: str, queues: int = 4) -> str:
     """A new topic named after ``prefix`` with ``queues`` queues on each master, routed to all of them."""
     topic = unique_name(prefix)
     expected = sorted((b.name, queues) for b in cluster.brokers)
-    async with Admin(cluster.namesrv) as admin:
+    async with Admin(cluster.namesrv, timeout_ms=CREATE_TIMEOUT_MS) as admin:
         await admin.create_topic(
             topic, cluster=cluster.cluster_name, read_queue_nums=queues, write_queue_nums=queues
         )
