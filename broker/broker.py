@@ -497,7 +497,7 @@ class Broker:
             )
         log.info("broker settings changed: %s", ", ".join(keys))
         if "brokerPermission" in keys:
-            self._topics_changed()
+            self.topic_config_manager.routes_changed()
 
     def _consumer_group_changed(self, group: str, members: list[Connection]) -> None:
         """Tell every member of a consumer group to rebalance now (NOTIFY_CONSUMER_IDS_CHANGED, oneway)."""

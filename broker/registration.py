@@ -32,6 +32,7 @@ from rocketmq_wire.headers.namesrv import (
     RegisterBrokerResponseHeader,
     UnRegisterBrokerRequestHeader,
 )
+from rocketmq_wire.perm import is_readable, is_writeable
 from rocketmq_wire.transport import RemotingClient, RemotingError
 
 log = logging.getLogger("broker.registration")
@@ -76,9 +77,15 @@ class NameServerRegistration:
 
     def _register_request(self) -> RemotingCommand:
         config = self._config
-        body = RegisterBrokerBody(topic_config_serialize_wrapper=self._topics.wrapper()).encode(
-            compressed=False
-        )
+        wrapper = self._topics.wrapper()
+        permission = config.broker_permission
+        if not (is_readable(permission) and is_writeable(permission)):
+            # A broker made read-only (or write-only) through brokerPermission shows every topic so: this is
+            # how operators drain a broker, clients follow the routes. 5.x keeps what the topic itself
+            # forbids (4.x put the broker's permission in its place).
+            for topic in wrapper.topic_config_table.values():
+                topic.perm &= permission
+        body = RegisterBrokerBody(topic_config_serialize_wrapper=wrapper).encode(compressed=False)
         header = RegisterBrokerRequestHeader(
             broker_name=config.broker_name,
             broker_addr=config.broker_addr,

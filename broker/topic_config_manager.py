@@ -290,6 +290,12 @@ class TopicConfigManager:
         self._changed()
         return True
 
+    def routes_changed(self) -> None:
+        """Something outside the table changes what it registers (``brokerPermission``): a new data version,
+        as NameServers only take a table whose version they have not seen, and a registration round."""
+        self._store.bump_version()
+        self._changed()
+
     def delete(self, topic: str) -> bool:
         removed = self._store.remove(topic)
         self._shared.pop(topic, None)

@@ -139,7 +139,9 @@ class UpdateBrokerConfigProcessor:
                     ResponseCode.NO_PERMISSION, "Can not update config in black list."
                 )
             log.info("updateBrokerConfig from %s: %s", conn.remote_address, properties)
+            seen = broker.announcer.changes
             changed = broker.config.update(properties)
             if changed:
                 broker.config_changed(changed)
+            await broker.announcer.announced_since(seen)  # a new brokerPermission is routed once answered
         return request.make_response(ResponseCode.SUCCESS)

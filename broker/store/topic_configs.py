@@ -105,6 +105,11 @@ class TopicConfigStore:
             self.persist()
         return removed
 
+    def bump_version(self) -> None:
+        """A new data version with the table unchanged (not persisted, as in Apache)."""
+        with self._lock:
+            self.data_version.bump(self._clock())
+
     def replace_all(
         self, table: Mapping[str, Mapping[str, Any]], version: DataVersion, *, persist: bool = True
     ) -> None:

@@ -15,6 +15,7 @@ from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.message import MessageExt
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.probe import eventually
+from tests.integration.clusters.topics import create_on_every_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
 
@@ -108,3 +109,38 @@ async def test_consumer_progress_after_a_group_has_read(cluster: Cluster) -> Non
     assert progress.group == group
     assert {q.topic for q in progress.queues} == {topic}
     assert sum(q.broker_offset for q in progress.queues) == 10
+
+
+async def test_a_drained_broker_is_routed_read_only(cluster: Cluster) -> None:
+    """``updateBrokerConfig brokerPermission=4`` is how operators drain a broker: every topic of it is routed
+    read-only, so producers send elsewhere, and it is routed as before once the permission is back."""
+    topic = await create_on_every_broker(cluster, "Drain")
+    # The project's broker where there is one (Apache's are drained in the clusters that have only theirs).
+    drained = next((b for b in cluster.brokers if b.kind == "python"), cluster.brokers[0])
+
+    def perms(route: TopicRouteData) -> dict[str, int | None]:
+        return {str(q.broker_name): q.perm for q in route.queue_datas}
+
+    normal = {b.name: 6 for b in cluster.brokers}
+    async with Admin(cluster.namesrv) as admin:
+        try:
+            await admin.update_broker_config(drained.addr, {"brokerPermission": "4"})
+            await eventually(
+                lambda: admin.topic_route(topic),
+                lambda r: perms(r) == {**normal, drained.name: 4},
+                timeout_s=CONVERGE_S,
+                what=f"{topic} routed read-only on {drained.name}",
+            )
+            others = cluster.broker_names - {drained.name}
+            if others:
+                async with Producer(unique_name("pg"), cluster.namesrv) as producer:
+                    sent = [await producer.send(Message(topic, f"drain {i}".encode())) for i in range(8)]
+                assert {r.message_queue.broker_name for r in sent} == others
+        finally:
+            await admin.update_broker_config(drained.addr, {"brokerPermission": "6"})
+        await eventually(
+            lambda: admin.topic_route(topic),
+            lambda r: perms(r) == normal,
+            timeout_s=CONVERGE_S,
+            what=f"{topic} routed read-write again on {drained.name}",
+        )

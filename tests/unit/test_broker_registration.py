@@ -242,3 +242,33 @@ async def test_closing_lets_every_waiter_go() -> None:
     await announcer.close()
     await _settle()
     assert waiting.done() and waiting.exception() is None
+
+
+async def test_broker_permission_shows_in_every_route_once_the_update_is_answered(
+    tmp_path: Path, namesrv: NameServer
+) -> None:
+    """Operators drain a broker with ``updateBrokerConfig brokerPermission=4``: clients see it read-only."""
+
+    async def perms() -> dict[str, int]:
+        found = {}
+        for topic in ("Drained", "WriteOnly"):
+            route = TopicRouteData.from_json((await _route(namesrv, topic)).body)
+            [queues] = route.queue_datas
+            found[topic] = queues.perm
+        return found
+
+    config = config_for_tests(tmp_path / "store", namesrv_addr=namesrv.address)
+    async with Broker(config) as broker, BrokerClient(broker.address) as client:
+        await client.create_topic("Drained", 2, perm=6)
+        await client.create_topic("WriteOnly", 2, perm=2)
+        assert await perms() == {"Drained": 6, "WriteOnly": 2}
+
+        update = await client.request(RequestCode.UPDATE_BROKER_CONFIG, body=b"brokerPermission=4\n")
+        assert update.code == ResponseCode.SUCCESS
+        assert await perms() == {"Drained": 4, "WriteOnly": 0}  # 5.x: what the topic forbids stays forbidden
+        own = broker.topic_config_manager.select("Drained")
+        assert own is not None and own.perm == 6  # the broker's own table is unchanged
+
+        update = await client.request(RequestCode.UPDATE_BROKER_CONFIG, body=b"brokerPermission=6\n")
+        assert update.code == ResponseCode.SUCCESS
+        assert await perms() == {"Drained": 6, "WriteOnly": 2}
