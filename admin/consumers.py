@@ -125,21 +125,27 @@ def _client(connection: Connection) -> ClientConnection:
     )
 
 
+async def _connections_at(rpc: AdminRpc, addr: str, group: str) -> ConsumerConnection | None:
+    """The group's members connected to one broker; ``None`` when it has none there."""
+    header = GetConsumerConnectionListRequestHeader(consumer_group=group)
+    response = await rpc.server(
+        addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
+    )
+    if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
+        return None
+    check(response, f"connections of group {group!r}", addr)
+    try:
+        body = ConsumerConnection.from_json(response.body)
+    except CodecError as exc:
+        raise AdminError(f"unreadable consumer connections from {addr}: {exc}") from exc
+    return body if body.connection_set else None
+
+
 async def consumer_connections(rpc: AdminRpc, group: str) -> ConsumerConnections:
     """The group's live members as the first broker that knows them reports them."""
     for _name, addr in await _group_brokers(rpc, group, None):
-        header = GetConsumerConnectionListRequestHeader(consumer_group=group)
-        response = await rpc.server(
-            addr, RemotingCommand.request(RequestCode.GET_CONSUMER_CONNECTION_LIST, header)
-        )
-        if response.code == ResponseCode.CONSUMER_NOT_ONLINE:
-            continue
-        check(response, f"connections of group {group!r}", addr)
-        try:
-            body = ConsumerConnection.from_json(response.body)
-        except CodecError as exc:
-            raise AdminError(f"unreadable consumer connections from {addr}: {exc}") from exc
-        if not body.connection_set:
+        body = await _connections_at(rpc, addr, group)
+        if body is None:
             continue
         return ConsumerConnections(
             group=group,
@@ -314,6 +320,18 @@ async def _reset_directly(
     return rows
 
 
+async def _offline_and_never_committed(
+    rpc: AdminRpc, addr: str, group: str, response: RemotingCommand
+) -> bool:
+    """A broker refuses to reset a group that has no committed offset on one of the topic's queues (``THe
+    consumer group <g> not exist``) before it looks for members. mqadmin stops there; when no member is
+    connected, writing the offsets directly is safe and is what the operator asked for. With members online
+    the refusal stands: they would overwrite offsets written behind their back."""
+    if response.code != ResponseCode.SYSTEM_ERROR or not (response.remark or "").endswith("> not exist"):
+        return False
+    return await _connections_at(rpc, addr, group) is None
+
+
 async def reset_offset_by_time(
     rpc: AdminRpc, group: str, topic: str, timestamp_ms: int, *, force: bool = True
 ) -> list[OffsetReset]:
@@ -322,7 +340,8 @@ async def reset_offset_by_time(
 
     Each broker is first asked to do it (INVOKE_BROKER_TO_RESET_OFFSET), which also tells online members
     to drop what they hold; when the group is offline there, or the broker does not know the request, the
-    offsets are looked up and written directly -- mqadmin's ``resetOffsetByTime`` behaviour.
+    offsets are looked up and written directly -- mqadmin's ``resetOffsetByTime`` behaviour. Unlike mqadmin,
+    an offline group that never committed on some queue is reset directly too, instead of failing.
     """
     route = await topic_route(rpc, topic)
     read_queues = {q.broker_name: q.read_queue_nums for q in route.queue_datas}
@@ -332,7 +351,10 @@ async def reset_offset_by_time(
         response = await rpc.server(
             addr, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)
         )
-        if response.code in (ResponseCode.CONSUMER_NOT_ONLINE, ResponseCode.REQUEST_CODE_NOT_SUPPORTED):
+        if response.code in (
+            ResponseCode.CONSUMER_NOT_ONLINE,
+            ResponseCode.REQUEST_CODE_NOT_SUPPORTED,
+        ) or await _offline_and_never_committed(rpc, addr, group, response):
             logger.info(
                 "broker %s cannot reset group %s itself (code %d): writing offsets",
                 addr,

@@ -70,6 +70,7 @@ from broker.processors.queue_offsets import (
     GetMinOffsetProcessor,
     SearchOffsetProcessor,
 )
+from broker.processors.reset_offset import ResetOffsetProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import ConsumerSendMsgBackProcessor
 from broker.processors.topic_admin import (
@@ -349,6 +350,7 @@ class Broker:
             RequestCode.VIEW_MESSAGE_BY_ID: ViewMessageByIdProcessor(self),
             RequestCode.GET_ALL_CONSUMER_OFFSET: GetAllConsumerOffsetProcessor(self),
             RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(self),
+            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: ResetOffsetProcessor(self),
             RequestCode.GET_CONSUMER_RUNNING_INFO: relay,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: relay,
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupProcessor(self),

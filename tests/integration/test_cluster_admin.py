@@ -6,10 +6,13 @@ state to converge (:func:`~tests.integration.clusters.probe.eventually`) instead
 
 from __future__ import annotations
 
+import time
+from collections import Counter
+
 import pytest
 
-from admin import Admin, TopicNotFoundError, TopicStatus
-from consumer import ConsumeFromWhere, PullConsumer
+from admin import Admin, ResetMethod, TopicNotFoundError, TopicStatus
+from consumer import ConsumeFromWhere, ConsumerConfig, ConsumeStatus, PullConsumer, PushConsumer
 from producer import Message, Producer
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.message import MessageExt
@@ -144,3 +147,59 @@ async def test_a_drained_broker_is_routed_read_only(cluster: Cluster) -> None:
             timeout_s=CONVERGE_S,
             what=f"{topic} routed read-write again on {drained.name}",
         )
+
+
+async def test_an_online_group_reset_by_time_reads_again(cluster: Cluster) -> None:
+    """``resetOffsetByTime`` with the group online: every broker works the offsets out and tells the member
+    (RESET_CONSUMER_CLIENT_OFFSET), which reads the topic again from the start."""
+    topic = await create_on_every_broker(cluster, "Replay")
+    group = unique_name("cg")
+    async with Admin(cluster.namesrv) as admin:
+        route = await admin.topic_route(topic)
+        queues = sorted((q.broker_name, i) for q in route.queue_datas for i in range(q.write_queue_nums or 0))
+        # Every queue gets messages, so the group commits on each (Apache refuses a reset where it has not).
+        bodies = [f"replay {i}".encode() for i in range(2 * len(queues))]
+        before = int(time.time() * 1000) - 60_000
+        async with Producer(unique_name("pg"), cluster.namesrv) as producer:
+            sent = [await producer.send(Message(topic, body)) for body in bodies]
+        assert sorted({(r.message_queue.broker_name, r.message_queue.queue_id) for r in sent}) == queues
+
+        seen: Counter[bytes] = Counter()
+
+        async def listener(messages: list[MessageExt], context: object) -> ConsumeStatus:
+            seen.update(m.body for m in messages)
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            group,
+            cluster.namesrv,
+            consume_from=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+            config=ConsumerConfig(persist_offset_interval_ms=200),
+        )
+        consumer.subscribe(topic)
+        consumer.register_listener(listener)
+        await consumer.start()
+        try:
+            await eventually(
+                lambda: admin.consumer_progress(group, topic),
+                lambda p: (
+                    sum(seen.values()) >= len(bodies)
+                    and sum(q.consumer_offset for q in p.queues) == len(bodies)
+                ),
+                timeout_s=CONVERGE_S * 3,
+                what=f"group {group} read and committed {topic}",
+            )
+            rows = await admin.reset_offset_by_time(group, topic, before)
+            assert {row.method for row in rows} == {ResetMethod.BROKER}
+            assert sorted((row.broker_name, row.queue_id, row.new_offset) for row in rows) == [
+                (name, queue_id, 0) for name, queue_id in queues
+            ]
+
+            async def read_twice() -> int:
+                return sum(1 for body in bodies if seen[body] >= 2)
+
+            await eventually(
+                read_twice, lambda n: n == len(bodies), timeout_s=CONVERGE_S * 3, what="a second reading"
+            )
+        finally:
+            await consumer.shutdown()
