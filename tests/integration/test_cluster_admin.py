@@ -12,7 +12,8 @@ from collections import Counter
 import pytest
 
 from admin import Admin, ResetMethod, TopicNotFoundError, TopicStatus
-from consumer import ConsumeFromWhere, ConsumerConfig, ConsumeStatus, PullConsumer, PushConsumer
+from consumer import ConsumeFromWhere, ConsumerConfig, PullConsumer, PushConsumer
+from consumer.testing import Received
 from producer import Message, Producer
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.message import MessageExt
@@ -164,12 +165,7 @@ async def test_an_online_group_reset_by_time_reads_again(cluster: Cluster) -> No
             sent = [await producer.send(Message(topic, body)) for body in bodies]
         assert sorted({(r.message_queue.broker_name, r.message_queue.queue_id) for r in sent}) == queues
 
-        seen: Counter[bytes] = Counter()
-
-        async def listener(messages: list[MessageExt], context: object) -> ConsumeStatus:
-            seen.update(m.body for m in messages)
-            return ConsumeStatus.CONSUME_SUCCESS
-
+        received = Received()
         consumer = PushConsumer(
             group,
             cluster.namesrv,
@@ -177,13 +173,13 @@ async def test_an_online_group_reset_by_time_reads_again(cluster: Cluster) -> No
             config=ConsumerConfig(persist_offset_interval_ms=200),
         )
         consumer.subscribe(topic)
-        consumer.register_listener(listener)
+        consumer.register_listener(received.handler("member"))
         await consumer.start()
         try:
             await eventually(
                 lambda: admin.consumer_progress(group, topic),
                 lambda p: (
-                    sum(seen.values()) >= len(bodies)
+                    len(received.deliveries) >= len(bodies)
                     and sum(q.consumer_offset for q in p.queues) == len(bodies)
                 ),
                 timeout_s=CONVERGE_S * 3,
@@ -196,6 +192,7 @@ async def test_an_online_group_reset_by_time_reads_again(cluster: Cluster) -> No
             ]
 
             async def read_twice() -> int:
+                seen = Counter(received.bodies())
                 return sum(1 for body in bodies if seen[body] >= 2)
 
             await eventually(

@@ -12,13 +12,13 @@ import pytest
 
 from admin import Admin, RequestRefusedError, ResetMethod
 from broker.testing import running_broker
-from consumer import ConsumeFromWhere, ConsumerConfig, ConsumeStatus, PushConsumer
+from consumer import ConsumeFromWhere, ConsumerConfig, PushConsumer
+from consumer.testing import Received
 from nameserver import NameServer
 from producer import Message, Producer
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.consumer import ResetOffsetBody
 from rocketmq_wire.headers.offset import ResetOffsetRequestHeader
-from rocketmq_wire.message import MessageExt
 from rocketmq_wire.transport import RemotingClient
 
 TOPIC = "ResetTopic"
@@ -42,11 +42,10 @@ async def _ask_reset(addr: str, group: str, topic: str, timestamp: int) -> Remot
 
 
 async def test_an_online_group_is_moved_back_and_reads_again(tmp_path: Path) -> None:
-    seen: Counter[bytes] = Counter()
+    received = Received()
 
-    async def listener(messages: list[MessageExt], context: object) -> ConsumeStatus:
-        seen.update(m.body for m in messages)
-        return ConsumeStatus.CONSUME_SUCCESS
+    def seen() -> Counter[bytes]:
+        return Counter(received.bodies())
 
     async with NameServer("127.0.0.1", 0) as namesrv:
         async with running_broker(tmp_path / "store", namesrv_addr=namesrv.address) as broker:
@@ -71,10 +70,10 @@ async def test_an_online_group_is_moved_back_and_reads_again(tmp_path: Path) -> 
                 config=ConsumerConfig(persist_offset_interval_ms=100),
             )
             consumer.subscribe(TOPIC)
-            consumer.register_listener(listener)
+            consumer.register_listener(received.handler("member"))
             await consumer.start()
             try:
-                await until(lambda: sum(seen.values()) == 12, "the first reading")
+                await until(lambda: len(received.deliveries) == 12, "the first reading")
                 await until(lambda: sum(committed()) == 12, "the offsets committed")
 
                 # A group that never committed on this topic is refused, as Apache refuses it.
@@ -95,7 +94,7 @@ async def test_an_online_group_is_moved_back_and_reads_again(tmp_path: Path) -> 
                     (q, 0) for q in range(queues.write_queue_nums)
                 ]
                 # The member took the offsets: it reads everything again and commits the end once more.
-                await until(lambda: all(seen[body] == 2 for body in bodies), "the second reading")
+                await until(lambda: all(seen()[body] == 2 for body in bodies), "the second reading")
                 await until(lambda: sum(committed()) == 12, "the offsets committed again")
 
                 # Online but never committed on a topic: the refusal stands, as writing offsets behind the
