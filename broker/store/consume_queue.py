@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.store.config import CONSUME_QUEUE_ENTRY_SIZE
-from broker.store.segment import maps_hold_no_descriptor
+from broker.store.segment import SMALL_RESERVE_AHEAD, maps_hold_no_descriptor
 from broker.store.segment_queue import SegmentQueue
 from rocketmq_wire.javahash import java_string_hash
 
@@ -66,6 +66,7 @@ class ConsumeQueue:
             root / topic / str(queue_id),
             entries_per_file * CONSUME_QUEUE_ENTRY_SIZE,
             mapped=maps_hold_no_descriptor(),
+            reserve_ahead=SMALL_RESERVE_AHEAD,
         )
         self._min_byte = 0
 

@@ -12,17 +12,21 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.store.segment import Segment, parse_segment_name
+from broker.store.segment import RESERVE_AHEAD, Segment, parse_segment_name
 
 log = logging.getLogger("broker.store.segment_queue")
 
 
 class SegmentQueue:
-    def __init__(self, directory: Path, segment_size: int, *, mapped: bool = False) -> None:
-        """``mapped``: the files are written through maps (see :mod:`broker.store.segment`)."""
+    def __init__(
+        self, directory: Path, segment_size: int, *, mapped: bool = False, reserve_ahead: int = RESERVE_AHEAD
+    ) -> None:
+        """``mapped``: the files are written through maps, their disk blocks reserved ``reserve_ahead``
+        bytes at a time (see :mod:`broker.store.segment`)."""
         self.directory = directory
         self.segment_size = segment_size
         self._mapped = mapped
+        self._reserve_ahead = reserve_ahead
         self._segments: list[Segment] = []
         #: fsync calls issued so far (group commit is judged by how few it needs).
         self.sync_count = 0
@@ -56,7 +60,9 @@ class SegmentQueue:
                 first = i
                 break
         for start, path in found[first:]:
-            segment = Segment.open_existing(path, start, self.segment_size, mapped=self._mapped)
+            segment = Segment.open_existing(
+                path, start, self.segment_size, mapped=self._mapped, reserve_ahead=self._reserve_ahead
+            )
             segment.write_position = segment.size
             segment.flushed_position = segment.size
             self._segments.append(segment)
@@ -105,7 +111,9 @@ class SegmentQueue:
         else:
             start = start_if_empty - start_if_empty % self.segment_size
         self.directory.mkdir(parents=True, exist_ok=True)
-        segment = Segment.create(self.directory, start, self.segment_size, mapped=self._mapped)
+        segment = Segment.create(
+            self.directory, start, self.segment_size, mapped=self._mapped, reserve_ahead=self._reserve_ahead
+        )
         self._segments.append(segment)
         return segment
 
