@@ -114,6 +114,11 @@ class BrokerConfig:
     file_reserved_time: int = _setting("fileReservedTime", 72)
     delete_when: str = _setting("deleteWhen", "04")
     disk_max_used_space_ratio: int = _setting("diskMaxUsedSpaceRatio", 75)
+    #: Percent of the disk in use above which sends are refused (5.x's field; 4.9 took it from the
+    #: ``rocketmq.broker.diskSpaceWarningLevelRatio`` system property). Clamped to [35, 90] as Apache does.
+    disk_space_warning_level_ratio: int = _setting("diskSpaceWarningLevelRatio", 90)
+    #: Percent above which retention deletes the oldest files whatever their age; clamped to [30, 85].
+    disk_space_clean_forcibly_ratio: int = _setting("diskSpaceCleanForciblyRatio", 85)
     clean_resource_interval: int = _setting("cleanResourceInterval", 10_000)
     message_index_enable: bool = _setting("messageIndexEnable", True)
     max_hash_slot_num: int = _setting("maxHashSlotNum", 5_000_000)
@@ -219,6 +224,8 @@ class BrokerConfig:
             file_reserved_time_hours=self.file_reserved_time,
             delete_when=self.delete_when,
             disk_max_used_space_ratio=self.disk_max_used_space_ratio,
+            disk_space_warning_level_ratio=min(max(self.disk_space_warning_level_ratio, 35), 90) / 100,
+            disk_space_clean_forcibly_ratio=min(max(self.disk_space_clean_forcibly_ratio, 30), 85) / 100,
             os_page_cache_busy_timeout_ms=self.os_page_cache_busy_time_out_mills,
             broker_role=self.role,
             slave_timeout_ms=self.slave_timeout,

@@ -388,6 +388,8 @@ class SendMessageProcessor:
                 f"the broker's disk is full [{disk_summary(self._broker.config.store_path_root_dir)}], "
                 "messages are put to the slave, message store has been shut down, etc."
             )
+            if result.reason:
+                remark = f"{remark} Now: {result.reason}."
             return self._answer(request, ResponseCode.SERVICE_NOT_AVAILABLE, remark)
         if status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED:
             return self._answer(

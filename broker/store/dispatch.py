@@ -36,7 +36,10 @@ class Dispatcher:
         self._index = index
         # Appended records waiting for their entries, in commit-log order ...
         self._pending: list[MessageExt] = []
-        # ... and the queue offset after the last of them in each queue they went to.
+        # ... and the queue offset after the last record appended to each queue whose consume queue may
+        # not hold it yet. Kept until every appended record has its entries: after a failed dispatch the
+        # consume queue lags behind what was handed out, and handing its end out again would give a new
+        # message the offset of one acknowledged before it (which the redone dispatch then skips).
         self._next_offsets: dict[tuple[str, int], int] = {}
 
     @property
@@ -66,14 +69,23 @@ class Dispatcher:
         """Give every waiting record its entries. Raises what writing them raised; the records are no
         longer waiting then either (the caller re-dispatches from the commit log)."""
         records, self._pending = self._pending, []
-        self._next_offsets.clear()
         if records:
             self.dispatch_appended(records)
+        self._next_offsets.clear()
 
     def discard_pending(self) -> None:
-        """Forget the waiting records (their bytes are re-read from the commit log instead)."""
+        """Forget the waiting records (their bytes are re-read from the commit log instead); the queue
+        offsets they took stay taken until :meth:`settled`."""
         self._pending = []
+
+    def settled(self) -> None:
+        """Every appended record has its entries now: the consume queues' ends are the next offsets."""
         self._next_offsets.clear()
+
+    def forget_topic(self, topic: str) -> None:
+        """A topic's queues were deleted: its next offsets start from what the queues hold again."""
+        for key in [key for key in self._next_offsets if key[0] == topic]:
+            del self._next_offsets[key]
 
     def dispatch_appended(self, records: Sequence[MessageExt]) -> None:
         """Dispatch records appended in this order (``commit_log_offset`` and ``store_size`` set).

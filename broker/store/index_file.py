@@ -10,10 +10,17 @@ never used, which lets 0 mean "empty" in slots and chain links.
 The file is memory-mapped: every append touches three small places (entry, slot, header), which as
 system calls would cost more than the hashing. The header is kept current in the mapping on every append
 so that after a process crash the file on disk describes exactly the entries it holds.
+
+The file is sparse, as Apache's is, but a write through a map into a hole the disk has no room for kills
+the process (SIGBUS). So its disk blocks are reserved before the map writes to them: the header and slots
+(written all over) with the first append, the entries (written front to back) a stretch ahead of the
+last one. On a full disk the reservation fails with ENOSPC, as a write would, and the store refuses
+appends until it can index again.
 """
 
 from __future__ import annotations
 
+import errno
 import logging
 import mmap
 import os
@@ -21,7 +28,7 @@ import struct
 from collections.abc import Sequence
 from pathlib import Path
 
-from broker.store.segment import advise_no_readahead
+from broker.store.segment import RESERVE_AHEAD, advise_no_readahead
 from rocketmq_wire.accel import Speedups, speedups
 from rocketmq_wire.javahash import java_string_hash
 
@@ -36,6 +43,9 @@ ENTRY_SIZE = ENTRY.size
 assert (HEADER_SIZE, ENTRY_SIZE) == (40, 20)
 
 _MAX_INT = 0x7FFFFFFF
+_reserve_blocks = getattr(os, "posix_fallocate", None)
+#: What ``posix_fallocate`` answers where the file system cannot reserve blocks: the file stays as it is.
+_CANNOT_RESERVE = frozenset({errno.EINVAL, errno.EOPNOTSUPP, errno.ENOSYS, errno.ENODEV})
 
 #: The C accelerator's index writer, read on each call (tests set this to ``None`` for the reference).
 _c: Speedups | None = speedups
@@ -78,6 +88,9 @@ class IndexFile:
         # msync and stall the event loop. On Linux fsync also writes back pages dirtied through the map.
         self._fd = fd
         self._closed = False
+        self._size = size
+        #: Bytes from the start whose disk blocks are allocated (a write through the map below cannot fault).
+        self._reserved = 0 if _reserve_blocks is not None else size
         header: tuple[int, int, int, int, int, int] = HEADER.unpack_from(self._map, 0)
         self.begin_timestamp: int = header[0]
         self.end_timestamp: int = header[1]
@@ -142,6 +155,9 @@ class IndexFile:
         entries_base = HEADER_SIZE + slot_count * SLOT_SIZE
         count = self.count
         room = self.entry_count - count
+        needed = entries_base + (count + min(room, len(entries))) * ENTRY_SIZE
+        if needed > self._reserved:
+            self._reserve(needed)
         if _c is not None and isinstance(entries, list):
             done = _c.index_put(
                 index_map,
@@ -190,6 +206,24 @@ class IndexFile:
             self.count = count
             self._write_header()
         return written
+
+    def _reserve(self, end: int) -> None:
+        """Allocate the disk blocks up to ``end`` and a stretch beyond; raises OSError (ENOSPC) when the
+        disk has no room, before anything is written."""
+        assert _reserve_blocks is not None
+        target = min(self._size, max(end, self._reserved + RESERVE_AHEAD))
+        try:
+            _reserve_blocks(self._fd, self._reserved, target - self._reserved)
+        except OSError as exc:
+            if exc.errno not in _CANNOT_RESERVE:
+                raise
+            log.warning(
+                "index file %s cannot have its blocks reserved (%s): a full disk may end the process",
+                self.path,
+                exc,
+            )
+            target = self._size
+        self._reserved = target
 
     def overlaps(self, begin: int, end: int) -> bool:
         """Whether the file's time range meets [begin, end] (Apache's ``isTimeMatched``)."""

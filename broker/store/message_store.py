@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import errno
 import fcntl
 import functools
 import logging
@@ -40,6 +41,7 @@ from broker.store.config import BrokerRole, FlushDiskType, StoreConfig
 from broker.store.consume_queue import CqEntry, to_java_int
 from broker.store.dispatch import Dispatcher, is_consumable
 from broker.store.flush import GroupCommitService, PeriodicFlusher
+from broker.store.health import Fault, StoreHealth
 from broker.store.index_service import IndexService
 from broker.store.key_query import query_by_key
 from broker.store.pull import PullLimits, pull
@@ -72,6 +74,9 @@ _STALE_LOCK_MS = 10_000_000
 _SLOW_LOCK_WARN_MS = 500
 #: Settings :meth:`MessageStore.reconfigure` may change while the store runs: read afresh on every use.
 _LIVE_SETTINGS = frozenset({"os_page_cache_busy_timeout_ms"})
+#: After a failed dispatch, appends and reads try it again at most this often (seconds): each try re-reads
+#: the commit log from the first record not dispatched, and a full disk fails them all alike.
+_DISPATCH_RETRY_S = 0.1
 
 
 def _now_ms() -> int:
@@ -200,8 +205,14 @@ class MessageStore:
         # reputFromOffset). Appends are dispatched a loop turn later (_catch_up); a slave's replicated
         # bytes may end mid-record.
         self._reput_offset = 0
-        # Dispatching from _reput_offset must re-read the commit log (a deferred dispatch failed).
+        # Dispatching from _reput_offset must re-read the commit log (a deferred dispatch failed), not
+        # before this monotonic time.
         self._redispatch = False
+        self._redispatch_at = 0.0
+        #: What stops the store from taking appends (a full disk, a failed write or fsync), and why.
+        self.health = StoreHealth()
+        # The first fsync that failed: every later flush fails with it (see broker.store.health).
+        self._sync_error: OSError | None = None
         self._replica_waiter: ReplicaWaiter | None = None
         # Waits for a SYNC_MASTER append's verdict, kept until they report (the loop holds tasks weakly).
         self._verdict_tasks: set[asyncio.Task[PutMessageResult]] = set()
@@ -263,10 +274,11 @@ class MessageStore:
         sync = self.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
         if sync:
             self._group_commit = GroupCommitService(
-                self._commit_log.flush, lambda: self._commit_log.flushed_offset, self._sync_executor
+                self.flush_commit_log, lambda: self._commit_log.flushed_offset, self._sync_executor
             )
+        self.check_disk()
         self._flusher = PeriodicFlusher(
-            flush_commit_log=None if sync else self._commit_log.flush,
+            flush_commit_log=None if sync else self.flush_commit_log,
             commit_log_interval_s=self.config.flush_interval_commit_log_ms / 1000,
             checkpoint=self.checkpoint,
             checkpoint_interval_s=self.config.flush_interval_consume_queue_ms / 1000,
@@ -293,11 +305,17 @@ class MessageStore:
         """Flush and checkpoint everything, then release the files. Synchronous; see :meth:`stop`."""
         if not self._open:
             return
-        self.checkpoint()
+        try:
+            self.checkpoint()
+        except OSError:
+            # The files are released all the same; the abort marker stays, so the next open recovers
+            # from the last checkpoint that was true.
+            log.exception("store %s could not be made durable at close", self.root)
         with self._lock:
             self._open = False
             self._release_files()
-            (self.root / "abort").unlink(missing_ok=True)
+            if self._sync_error is None:
+                (self.root / "abort").unlink(missing_ok=True)
         log.info("store %s closed", self.root)
 
     def _release_files(self) -> None:
@@ -388,24 +406,46 @@ class MessageStore:
     # durability
 
     def flush_commit_log(self) -> int:
-        """fsync the commit log; returns the offset it is durable up to. Blocking."""
-        return self._commit_log.flush()
+        """fsync the commit log; returns the offset it is durable up to. Blocking.
+
+        Once an fsync has failed, every later call fails with the same error: the pages it lost are gone
+        from the page cache's dirty list, so a later fsync would succeed over them (see
+        :mod:`broker.store.health`)."""
+        return self._synced(self._commit_log.flush, "commit log")
+
+    def _synced(self, flush: Callable[[], int], what: str) -> int:
+        failed = self._sync_error
+        if failed is not None:
+            raise OSError(failed.errno, f"an earlier fsync failed ({failed.strerror}); reopen the store")
+        try:
+            return flush()
+        except OSError as exc:
+            if self._sync_error is None:
+                self._sync_error = exc
+            self.health.raise_fault(Fault.FSYNC_FAILED, f"{what}: {exc}")
+            raise
+
+    def _flush_derived(self, queues: Sequence[Any]) -> int:
+        for queue in queues:
+            queue.flush()
+        if self._index is not None:
+            self._index.flush()
+        return 0
 
     def checkpoint(self) -> Checkpoint:
         """Make the commit log, consume queues and index durable, then record that in the checkpoint.
 
-        Blocking (several fsyncs); the periodic flusher runs it on a worker thread.
+        Blocking (several fsyncs); the periodic flusher runs it on a worker thread. After any failed
+        fsync it raises instead: the checkpoint must never vouch for pages that may have been lost, so
+        the next open recovers from the last one that was true.
         """
         with self._dispatched:
             # A slave may hold the first part of a record it cannot dispatch yet; recovery must redo it.
             dispatched = min(self._commit_log.max_offset, self._reput_offset)
             stamp = self._last_store_timestamp
             queues = list(self._queues)
-        self._commit_log.flush()
-        for queue in queues:
-            queue.flush()
-        if self._index is not None:
-            self._index.flush()
+        self.flush_commit_log()
+        self._synced(functools.partial(self._flush_derived, queues), "consume queues and index")
         checkpoint = Checkpoint(dispatched, stamp, stamp, stamp)
         with self._checkpoint_lock:
             if dispatched != self._saved_checkpoint:
@@ -434,7 +474,10 @@ class MessageStore:
         """
         result, _ = self._append(messages)
         if result.ok and self._must_wait(messages):
-            self._commit_log.flush()
+            try:
+                self.flush_commit_log()
+            except OSError:
+                return dataclasses.replace(result, status=PutMessageStatus.FLUSH_DISK_TIMEOUT)
         return result
 
     async def put_message_async(self, message: MessageExt) -> PutMessageResult:
@@ -517,7 +560,10 @@ class MessageStore:
         group_commit = self._group_commit
         if group_commit is None:
             loop = asyncio.get_running_loop()
-            await loop.run_in_executor(self._sync_executor, self._commit_log.flush)
+            try:
+                await loop.run_in_executor(self._sync_executor, self.flush_commit_log)
+            except OSError:
+                return PutMessageStatus.FLUSH_DISK_TIMEOUT
             return PutMessageStatus.PUT_OK
         timeout = self.config.sync_flush_timeout_ms / 1000
         if await group_commit.wait_durable(end, timeout):
@@ -562,6 +608,11 @@ class MessageStore:
         with self._lock:
             if not self._open:
                 return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE), 0
+            if self._redispatch:
+                self._catch_up()
+            health = self.health
+            if not health.writable:
+                return PutMessageResult(PutMessageStatus.SERVICE_NOT_AVAILABLE, reason=health.reason), 0
             now = self._clock()
             self._begin_time_in_lock = now
             stored = self._records_at(messages, now)
@@ -590,8 +641,10 @@ class MessageStore:
             except (_MessageTooLarge, ValueError) as exc:
                 log.warning("refusing a message: %s", exc)
                 return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL), 0
-            except OSError:
+            except OSError as exc:
                 log.exception("commit-log write failed")
+                if exc.errno == errno.ENOSPC:
+                    self.health.raise_fault(Fault.DISK_FULL, f"commit log: {exc}")
                 return PutMessageResult(PutMessageStatus.CREATE_MAPPED_FILE_FAILED), 0
             finally:
                 self._lock_released(now)
@@ -664,26 +717,44 @@ class MessageStore:
 
         Should writing them fail (a disk error), the records are dispatched again from the commit log on
         the next call, from the last offset known dispatched: entries already written are skipped there.
+
+        The store takes no appends while a dispatch is owed (:class:`~broker.store.health.Fault`
+        ``DISPATCH_FAILED``): queue offsets stay handed out meanwhile, reads go on over what the queues
+        hold, and the retries (at most every :data:`_DISPATCH_RETRY_S`, from appends, reads and the
+        periodic checkpoint) lift the refusal once one writes everything.
         """
         dispatcher = self._dispatcher
         if self._redispatch:
+            now = time.monotonic()
+            if now < self._redispatch_at:
+                return
             dispatcher.discard_pending()
             try:
                 self._reput()
-            except Exception:
-                log.exception("dispatching appended messages from the commit log failed; retrying later")
+            except Exception as exc:
+                self._dispatch_failed(exc, now, "dispatching appended messages from the commit log failed")
                 return
             self._redispatch = False
+            dispatcher.settled()
+            self.health.clear(Fault.DISPATCH_FAILED)
             return
         if not dispatcher.pending:
             return
         try:
             dispatcher.dispatch_pending()
-        except Exception:
-            log.exception("dispatching appended messages failed; retrying from the commit log")
-            self._redispatch = True
+        except Exception as exc:
+            self._dispatch_failed(
+                exc, 0.0, "dispatching appended messages failed; retrying from the commit log"
+            )
             return
         self._reput_offset = self._commit_log.max_offset
+
+    def _dispatch_failed(self, exc: Exception, now: float, what: str) -> None:
+        if not self.health.has(Fault.DISPATCH_FAILED):
+            log.error("%s", what, exc_info=exc)
+        self._redispatch = True
+        self._redispatch_at = now + _DISPATCH_RETRY_S
+        self.health.raise_fault(Fault.DISPATCH_FAILED, f"{type(exc).__name__}: {exc}")
 
     def _appended(self, end: int) -> None:
         for listener in list(self._append_listeners):
@@ -931,6 +1002,7 @@ class MessageStore:
     def delete_topic(self, topic: str) -> int:
         """Drop a topic's consume queues (its commit-log records age out with retention)."""
         with self._dispatched:
+            self._dispatcher.forget_topic(topic)
             return self._queues.remove_topic(topic)
 
     def clean_expired(self, now_ms: int | None = None) -> CleanResult:
@@ -940,9 +1012,26 @@ class MessageStore:
         appends on other threads simply wait for the store lock.
         """
         now = self._clock() if now_ms is None else now_ms
+        self.check_disk()
         with self._dispatched:
             if not self._open:
                 return CleanResult()
             return clean_expired(
                 now, self.config, self._commit_log, self._queues, self._index, self._disk_usage
             )
+
+    def check_disk(self) -> float:
+        """Refuse appends while the store's disk is fuller than ``disk_space_warning_level_ratio``, and
+        take them again once it is not (Apache's check in its cleaning service, every
+        ``cleanResourceInterval``); returns the used fraction (negative when it cannot be read, which
+        changes nothing). Reads go on either way, and retention frees space meanwhile."""
+        used = self._disk_usage(self.root)
+        limit = self.config.disk_space_warning_level_ratio
+        if used > limit:
+            self.health.raise_fault(
+                Fault.DISK_FULL,
+                f"{used:.1%} of the disk is used, above diskSpaceWarningLevelRatio {limit:.0%}",
+            )
+        elif used >= 0:
+            self.health.clear(Fault.DISK_FULL)
+        return used

@@ -73,6 +73,8 @@ class PutMessageResult:
     queue_offset: int = -1
     message_count: int = 0
     queue_offsets: tuple[int, ...] = ()
+    #: Why a SERVICE_NOT_AVAILABLE store refused the append (its faults in force), for the answer's remark.
+    reason: str = ""
 
     @property
     def ok(self) -> bool:
