@@ -119,6 +119,8 @@ class BrokerConfig:
     disk_space_warning_level_ratio: int = _setting("diskSpaceWarningLevelRatio", 90)
     #: Percent above which retention deletes the oldest files whatever their age; clamped to [30, 85].
     disk_space_clean_forcibly_ratio: int = _setting("diskSpaceCleanForciblyRatio", 85)
+    #: Whether retention may delete the oldest commit-log files before their time on a filling disk.
+    clean_file_forcibly_enable: bool = _setting("cleanFileForciblyEnable", True)
     clean_resource_interval: int = _setting("cleanResourceInterval", 10_000)
     message_index_enable: bool = _setting("messageIndexEnable", True)
     max_hash_slot_num: int = _setting("maxHashSlotNum", 5_000_000)
@@ -226,6 +228,7 @@ class BrokerConfig:
             disk_max_used_space_ratio=self.disk_max_used_space_ratio,
             disk_space_warning_level_ratio=min(max(self.disk_space_warning_level_ratio, 35), 90) / 100,
             disk_space_clean_forcibly_ratio=min(max(self.disk_space_clean_forcibly_ratio, 30), 85) / 100,
+            clean_file_forcibly_enable=self.clean_file_forcibly_enable,
             os_page_cache_busy_timeout_ms=self.os_page_cache_busy_time_out_mills,
             broker_role=self.role,
             slave_timeout_ms=self.slave_timeout,

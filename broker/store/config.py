@@ -40,7 +40,8 @@ class StoreConfig:
     says hours. ``max_filter_message_size`` bounds, in consume-queue bytes, how far one pull scans past
     non-matching entries (Apache's ``maxFilterMessageSize``). Retention deletes time-expired segments at
     the ``delete_when`` hours or whenever disk usage is above ``disk_max_used_space_ratio`` percent, and
-    deletes segments regardless of age while usage is above ``disk_space_clean_forcibly_ratio``. Above
+    deletes segments regardless of age while usage is above ``disk_space_clean_forcibly_ratio`` (unless
+    ``clean_file_forcibly_enable`` is off: then unread messages are never deleted early). Above
     ``disk_space_warning_level_ratio`` the store takes no appends until usage falls below it again (Apache's
     disk-full flag; ratios here are fractions, where ``broker.conf`` gives percentages).
     ``os_page_cache_busy_timeout_ms`` (Apache's ``osPageCacheBusyTimeOutMills``) is how long one append
@@ -74,6 +75,7 @@ class StoreConfig:
     disk_max_used_space_ratio: int = 75
     disk_space_clean_forcibly_ratio: float = 0.85
     disk_space_warning_level_ratio: float = 0.90
+    clean_file_forcibly_enable: bool = True
     delete_files_batch_max: int = 10
     os_page_cache_busy_timeout_ms: int = 1000
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER

@@ -58,7 +58,7 @@ def clean_expired(
     directory = commit_log.segments.directory
     usage = disk_usage(directory)
     space_full = usage < 0 or usage > config.used_space_ratio_limit
-    forcibly = usage > config.disk_space_clean_forcibly_ratio
+    forcibly = config.clean_file_forcibly_enable and usage > config.disk_space_clean_forcibly_ratio
     flushed = commit_log.flushed_offset
     batch_max = config.delete_files_batch_max
     removed = 0
