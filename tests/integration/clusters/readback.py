@@ -156,12 +156,11 @@ async def read_topic_raw(
             for broker_name, addr, queue_id in _queues(route) if route else []:
                 key = (broker_name, queue_id)
                 while True:
-                    batch, next_offset = await pull_once(
-                        client, addr, group, topic, queue_id, offsets.get(key, 0)
-                    )
+                    offset = offsets.get(key, 0)
+                    batch, next_offset = await pull_once(client, addr, group, topic, queue_id, offset)
                     offsets[key] = next_offset
                     found.setdefault(key, []).extend(batch)
-                    if not batch:
+                    if not batch and next_offset == offset:  # moved past deleted messages: read on
                         break
             count = sum(len(messages) for messages in found.values())
             if count >= expected:

@@ -101,25 +101,33 @@ async def until(
 
 
 def check_acknowledged(
-    acks: list[Ack], stored: list[MessageExt], sent: set[bytes]
+    acks: list[Ack], stored: list[MessageExt], sent: set[bytes], *, retention: bool = False
 ) -> dict[int, list[MessageExt]]:
     """Assert what a topic read back from offset 0 holds against what was acknowledged: each queue's offsets
-    run contiguously from 0, no body is stored twice or was never sent, and every acknowledged body is at
-    its acknowledged (queue, offset). Returns the messages by queue id."""
+    run contiguously from 0 (from where retention left it, with ``retention``), no body is stored twice or
+    was never sent, and every acknowledged body is at its acknowledged (queue, offset), unless retention
+    deleted that offset. Returns the messages by queue id."""
     by_queue: dict[int, list[MessageExt]] = {}
     for message in stored:
         by_queue.setdefault(message.queue_id, []).append(message)
+    first: dict[int, int] = {}
     for queue_id, messages in by_queue.items():
         offsets = [m.queue_offset for m in messages]
-        assert offsets == list(range(len(messages))), f"queue {queue_id}: offsets not contiguous from 0"
+        first[queue_id] = offsets[0] if retention else 0
+        expected = list(range(first[queue_id], first[queue_id] + len(messages)))
+        assert offsets == expected, f"queue {queue_id}: offsets not contiguous from {first[queue_id]}"
         bodies = [m.body for m in messages]
         assert len(set(bodies)) == len(bodies), f"queue {queue_id} holds a body twice"
     all_bodies = [m.body for m in stored]
     assert len(set(all_bodies)) == len(all_bodies), "a body is stored in two queues (sent once, no retries)"
     assert set(all_bodies) <= sent, "a stored body the test never sent"
     for ack in acks:
+        start = first.get(ack.queue_id, 0)
+        if retention and ack.queue_offset < start:
+            continue  # deleted by retention
         messages = by_queue.get(ack.queue_id, [])
-        assert ack.queue_offset < len(messages), f"acknowledged {ack} is missing"
-        found = messages[ack.queue_offset].body
+        index = ack.queue_offset - start
+        assert index < len(messages), f"acknowledged {ack} is missing"
+        found = messages[index].body
         assert found == ack.body, f"acknowledged {ack} is not there: {found[:SHOWN]!r} is"
     return by_queue
