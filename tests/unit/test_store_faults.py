@@ -268,3 +268,31 @@ def test_a_failed_commit_log_write_acknowledges_nothing_and_marks_the_disk_full(
     store.check_disk()  # the real disk has room: the guard lifts the fault
     assert store.put_message(message(b"stored")).status is PutMessageStatus.PUT_OK
     assert read_queue(store) == {0: b"kept", 1: b"stored"}
+
+
+def test_a_checkpoint_that_cannot_be_written_leaves_recovery_the_previous_one(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    root = tmp_path / "store"
+    store = MessageStore(root, CONFIG)
+    store.open()
+    kept = store.put_message(message(b"before"))
+    good = store.checkpoint().dispatched_offset
+
+    def disk_error(*args: object) -> None:
+        raise OSError(errno.EIO, "Input/output error")
+
+    monkeypatch.setattr("broker.store.message_store.save_checkpoint", disk_error)
+    later = store.put_message(message(b"after"))
+    with pytest.raises(OSError):
+        store.checkpoint()
+    assert store.health.writable  # the data files were synced; only the record of it failed
+    store.close()  # logs the failure, releases the files
+    monkeypatch.undo()
+    reopened = MessageStore(root, CONFIG)
+    reopened.open()
+    try:
+        assert reopened.recovery is not None and reopened.recovery.checkpoint_offset == good
+        assert read_queue(reopened) == {kept.queue_offset: b"before", later.queue_offset: b"after"}
+    finally:
+        reopened.close()
