@@ -9,7 +9,8 @@ checks the disk itself (ENOSPC on a commit-log, consume-queue or index reservati
 * the broker is still up and serves reads of what it acknowledged;
 * the filler is deleted and sends are acknowledged again;
 * the broker is SIGKILLed and started again on the same file system, and every acknowledged body is read
-  back at its acknowledged (queue, offset), nothing stored twice.
+  back at its acknowledged (queue, offset), nothing stored twice, by the project's reader and by Apache's
+  Java consumer alike.
 
 Retention's early deletion is off (``cleanFileForciblyEnable=false``), or it would rightly delete unread
 messages to make room.
@@ -29,13 +30,17 @@ from pathlib import Path
 import pytest
 
 from producer import Producer
+from rocketmq_wire.message import MessageExt
+from tests.integration.apache.cache import peers_required
+from tests.integration.apache.releases import DEFAULT_RELEASES
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import unique_name
 from tests.integration.clusters.processes import ManagedProcess
 from tests.integration.clusters.python_servers import start_namesrv
 from tests.integration.clusters.readback import read_topic_raw
 from tests.integration.clusters.restartable import RestartableBroker
-from tests.integration.clusters.senders import Senders, check_acknowledged, until
+from tests.integration.clusters.senders import Senders, check_acknowledged, check_java_reads, until
+from tests.integration.java_peer.fixtures import JavaClientFactory
 
 log = logging.getLogger("tests.full_disk")
 
@@ -91,7 +96,9 @@ def in_namespace(holder: ManagedProcess) -> list[str]:
     return ["nsenter", "-t", str(holder.pid), "-m", "--"]
 
 
-async def scenario(namesrv: str, broker: RestartableBroker, holder: ManagedProcess) -> dict[str, object]:
+async def scenario(
+    namesrv: str, broker: RestartableBroker, holder: ManagedProcess
+) -> tuple[list[MessageExt], dict[str, object]]:
     topic = unique_name("FullDisk")
     rng = random.Random(7)
     async with Producer(unique_name("full-pg"), namesrv, retry_times=0, send_timeout_ms=3000) as producer:
@@ -140,7 +147,7 @@ async def scenario(namesrv: str, broker: RestartableBroker, holder: ManagedProce
     acks = senders.acks
     stored = await read_topic_raw(namesrv, topic, len(acks), timeout_s=20.0)
     check_acknowledged(acks, stored, senders.sent)
-    return {
+    return stored, {
         "acknowledged": len(acks),
         "acknowledged_before_full": acked_when_full,
         "refused": senders.failures,
@@ -149,10 +156,15 @@ async def scenario(namesrv: str, broker: RestartableBroker, holder: ManagedProce
     }
 
 
-def test_a_full_disk_refuses_sends_keeps_serving_and_loses_nothing(tmp_path: Path) -> None:
+def test_a_full_disk_refuses_sends_keeps_serving_and_loses_nothing(
+    tmp_path: Path, java_client: JavaClientFactory
+) -> None:
     missing = _namespaces_unavailable()
     if missing:
+        if peers_required():
+            pytest.fail(f"the full-disk scenario cannot run here: {missing}")
         pytest.skip(missing)
+    java = java_client(DEFAULT_RELEASES[-1])
     launch = Launch(tmp_path / "work", tmp_path / "logs")
     try:
         namesrv = start_namesrv(launch).addr
@@ -166,7 +178,8 @@ def test_a_full_disk_refuses_sends_keeps_serving_and_loses_nothing(tmp_path: Pat
             wrapper=in_namespace(holder),
         )
         broker.start()
-        counts = asyncio.run(scenario(namesrv, broker, holder))
+        stored, counts = asyncio.run(scenario(namesrv, broker, holder))
+        counts["read_by_java"] = check_java_reads(java, namesrv, stored[0].topic, stored)
     except BaseException:
         log.error("full-disk test failed; logs in %s", launch.logs_dir)
         raise

@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from producer import Message, Producer, ProducerError
 from rocketmq_wire.message import MessageExt
+from tests.integration.cpp_peer.runner import PeerClient
 
 log = logging.getLogger("tests.senders")
 
@@ -131,3 +132,13 @@ def check_acknowledged(
         found = messages[index].body
         assert found == ack.body, f"acknowledged {ack} is not there: {found[:SHOWN]!r} is"
     return by_queue
+
+
+def check_java_reads(java: PeerClient, namesrv: str, topic: str, stored: list[MessageExt]) -> int:
+    """Apache's Java consumer pulls ``topic`` from offset 0 and must find exactly what the project's reader
+    found, message for message at the same (queue, offset); returns how many it read."""
+    result = java.pull_consume(namesrv, f"java-{topic}"[:120], topic, count=len(stored), timeout=60.0)
+    got = sorted((m.queue_id, m.queue_offset, m.body) for m in result.messages())
+    want = sorted((m.queue_id, m.queue_offset, m.body) for m in stored)
+    assert got == want, f"Apache's Java consumer read {len(got)} messages, the project's reader {len(want)}"
+    return len(got)
