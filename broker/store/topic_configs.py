@@ -90,20 +90,39 @@ class TopicConfigStore:
         name = config.get("topicName")
         if not isinstance(name, str) or not name:
             raise ValueError("a topic config needs a non-empty topicName")
+        entry = {**TOPIC_CONFIG_DEFAULTS, **config}
         with self._lock:
-            self._table[name] = {**TOPIC_CONFIG_DEFAULTS, **config}
+            previous = self._table.get(name)
+            self._table[name] = entry
             self.data_version.bump(self._clock())
         if persist:
-            self.persist()
+            self._persist_or_undo(name, entry, previous)
 
     def remove(self, topic: str, *, persist: bool = True) -> bool:
         with self._lock:
-            removed = self._table.pop(topic, None) is not None
-            if removed:
+            previous = self._table.pop(topic, None)
+            if previous is not None:
                 self.data_version.bump(self._clock())
-        if removed and persist:
+        if previous is not None and persist:
+            self._persist_or_undo(topic, None, previous)
+        return previous is not None
+
+    def _persist_or_undo(
+        self, name: str, entry: dict[str, Any] | None, previous: dict[str, Any] | None
+    ) -> None:
+        """Persist a change, or take it back and raise: a topic change the caller is told failed must not
+        go on being served from memory and then vanish at the next start."""
+        try:
             self.persist()
-        return removed
+        except OSError:
+            with self._lock:
+                if self._table.get(name) is entry:  # nobody changed this topic since
+                    if previous is None:
+                        self._table.pop(name, None)
+                    else:
+                        self._table[name] = previous
+            log.error("could not save topic %s to %s; the change is undone", name, self.path)
+            raise
 
     def bump_version(self) -> None:
         """A new data version with the table unchanged (not persisted, as in Apache)."""
