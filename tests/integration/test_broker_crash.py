@@ -52,6 +52,14 @@ SEED_ENV = "BROKER_CRASH_SEED"
 TOTAL_BUDGET_S = 30.0
 
 
+async def min_offsets(namesrv: str, topic: str) -> dict[int, int]:
+    """Each queue's min offset as the broker reports it (where retention left the queue)."""
+    consumer = PullConsumer(unique_name("crash-min"), namesrv, auto_commit=False)
+    async with consumer:
+        queues: list[MessageQueue] = await consumer.fetch_message_queues(topic)
+        return {queue.queue_id: await consumer.min_offset(queue) for queue in queues}
+
+
 async def read_with_pull_consumer(
     namesrv: str, topic: str, starts: dict[int, int], ends: dict[int, int]
 ) -> list[MessageExt]:
@@ -127,14 +135,16 @@ async def scenario(
         except ReadBackError as exc:  # fewer than acknowledged: read what there is, name what is missing
             log.error("%s", exc)
             stored = await read_topic_raw(namesrv, topic, 0)
-    by_queue = check_acknowledged(acks, stored, senders.sent, retention=retention)
-    retained = sum(1 for ack in acks if ack.queue_offset >= by_queue[ack.queue_id][0].queue_offset)
+    starts = await min_offsets(namesrv, topic) if retention else {}
+    by_queue = check_acknowledged(acks, stored, senders.sent, retained_from=starts)
+    retained = sum(1 for ack in acks if ack.queue_offset >= starts.get(ack.queue_id, 0))
     # Retention never deletes the newest commit-log file, and the last acknowledgements are in it.
     assert retained > 0, "retention deleted every acknowledged message, the newest file's too"
 
-    ends = {queue_id: messages[-1].queue_offset + 1 for queue_id, messages in by_queue.items()}
-    starts = {queue_id: messages[0].queue_offset for queue_id, messages in by_queue.items()}
-    via_consumer = await read_with_pull_consumer(namesrv, topic, starts, ends)
+    queue_ids = set(by_queue) | set(starts)
+    firsts = {queue_id: starts.get(queue_id, 0) for queue_id in queue_ids}
+    ends = {queue_id: firsts[queue_id] + len(by_queue.get(queue_id, [])) for queue_id in queue_ids}
+    via_consumer = await read_with_pull_consumer(namesrv, topic, firsts, ends)
     assert [(m.queue_id, m.queue_offset, m.body) for m in via_consumer] == [
         (m.queue_id, m.queue_offset, m.body) for m in stored
     ], "the PullConsumer read something else than plain PULL_MESSAGE"

@@ -8,7 +8,7 @@ import dataclasses
 import logging
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 
 from producer import Message, Producer, ProducerError
 from rocketmq_wire.message import MessageExt
@@ -102,29 +102,33 @@ async def until(
 
 
 def check_acknowledged(
-    acks: list[Ack], stored: list[MessageExt], sent: set[bytes], *, retention: bool = False
+    acks: list[Ack],
+    stored: list[MessageExt],
+    sent: set[bytes],
+    *,
+    retained_from: Mapping[int, int] | None = None,
 ) -> dict[int, list[MessageExt]]:
-    """Assert what a topic read back from offset 0 holds against what was acknowledged: each queue's offsets
-    run contiguously from 0 (from where retention left it, with ``retention``), no body is stored twice or
-    was never sent, and every acknowledged body is at its acknowledged (queue, offset), unless retention
-    deleted that offset. Returns the messages by queue id."""
+    """Assert what a topic read back from its first offsets holds against what was acknowledged: each
+    queue's offsets run contiguously from 0 (from ``retained_from[queue_id]``, the queue's min offset after
+    retention deleted files), no body is stored twice or was never sent, and every acknowledged body is at
+    its acknowledged (queue, offset) unless retention deleted that offset. Returns the messages by queue."""
+    starts = dict(retained_from or {})
     by_queue: dict[int, list[MessageExt]] = {}
     for message in stored:
         by_queue.setdefault(message.queue_id, []).append(message)
-    first: dict[int, int] = {}
     for queue_id, messages in by_queue.items():
+        start = starts.get(queue_id, 0)
         offsets = [m.queue_offset for m in messages]
-        first[queue_id] = offsets[0] if retention else 0
-        expected = list(range(first[queue_id], first[queue_id] + len(messages)))
-        assert offsets == expected, f"queue {queue_id}: offsets not contiguous from {first[queue_id]}"
+        expected = list(range(start, start + len(messages)))
+        assert offsets == expected, f"queue {queue_id}: offsets not contiguous from {start}"
         bodies = [m.body for m in messages]
         assert len(set(bodies)) == len(bodies), f"queue {queue_id} holds a body twice"
     all_bodies = [m.body for m in stored]
     assert len(set(all_bodies)) == len(all_bodies), "a body is stored in two queues (sent once, no retries)"
     assert set(all_bodies) <= sent, "a stored body the test never sent"
     for ack in acks:
-        start = first.get(ack.queue_id, 0)
-        if retention and ack.queue_offset < start:
+        start = starts.get(ack.queue_id, 0)
+        if ack.queue_offset < start:
             continue  # deleted by retention
         messages = by_queue.get(ack.queue_id, [])
         index = ack.queue_offset - start
