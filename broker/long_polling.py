@@ -17,8 +17,9 @@ from collections.abc import Callable
 
 from broker.clock import Clock
 from broker.filtering import accepts
-from rocketmq_wire import RemotingCommand
-from rocketmq_wire.transport import Connection, RemotingClosedError
+from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire.transport import Connection
+from rocketmq_wire.transport.dispatch import describe_exception, send_answer
 
 log = logging.getLogger("broker.long_polling")
 
@@ -127,21 +128,15 @@ class PullRequestHoldService:
             return
         try:
             answer = self._execute(pull.request, pull.conn)
-        except Exception:
+        except Exception as exc:
             log.exception("serving a held pull from %s failed", pull.conn.remote_address)
-            return
+            # answered as the dispatcher answers a handler that raised: the consumer is not left waiting
+            answer = pull.request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
         if answer is None:
             return
-        task = asyncio.create_task(self._send(pull.conn, answer), name="pull-hold-answer")
+        task = asyncio.create_task(send_answer(pull.request, answer, pull.conn), name="pull-hold-answer")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-
-    @staticmethod
-    async def _send(conn: Connection, answer: RemotingCommand) -> None:
-        try:
-            await conn.send_response(answer)
-        except RemotingClosedError:
-            log.debug("consumer %s left before its held pull was answered", conn.remote_address)
 
     def connection_closed(self, conn: Connection) -> None:
         for key in list(self._held):

@@ -251,7 +251,11 @@ fail:
     return NULL;
 }
 
-/* The UTF-8 bytes of str s: borrowed from s when it is ASCII, else held by *owner (a new bytes object). */
+/*
+ * The UTF-8 bytes of str s: borrowed from s when it is ASCII, else held by *owner (a new bytes object).
+ * 0 done, -1 error, 1 decline: s holds a lone surrogate, which the reference writes as Java does
+ * (javatext.JAVA_UTF8).
+ */
 static int
 utf8_view(PyObject *s, const char **p, Py_ssize_t *n, PyObject **owner)
 {
@@ -264,8 +268,12 @@ utf8_view(PyObject *s, const char **p, Py_ssize_t *n, PyObject **owner)
         *n = PyUnicode_GET_LENGTH(s);
         return 0;
     }
-    *owner = PyUnicode_AsUTF8String(s); /* lone surrogates: UnicodeEncodeError, as s.encode("utf-8") */
+    *owner = PyUnicode_AsUTF8String(s);
     if (*owner == NULL) {
+        if (PyErr_ExceptionMatches(PyExc_UnicodeEncodeError)) {
+            PyErr_Clear();
+            return 1;
+        }
         return -1;
     }
     *p = PyBytes_AS_STRING(*owner);
@@ -816,16 +824,17 @@ put_binary_entry(Buf *b, const Entry *x)
     const char *vp, *kp;
     Py_ssize_t vlen, klen;
     PyObject *vowner = NULL, *kowner;
+    int got;
     if (x->text == NULL) {
         vlen = format_ll(digits, x->num);
         vp = digits;
     }
-    else if (utf8_view(x->text, &vp, &vlen, &vowner) < 0) {
-        return -1;
+    else if ((got = utf8_view(x->text, &vp, &vlen, &vowner)) != 0) {
+        return got < 0 ? -1 : 0;
     }
-    if (utf8_view(x->key, &kp, &klen, &kowner) < 0) {
+    if ((got = utf8_view(x->key, &kp, &klen, &kowner)) != 0) {
         Py_XDECREF(vowner);
-        return -1;
+        return got < 0 ? -1 : 0;
     }
     int rc = 1;
     if (klen > INT16_MAX_) {
@@ -914,8 +923,9 @@ write_binary_header(Buf *b, long long code, PyObject *language, long long versio
         const char *rp;
         Py_ssize_t rlen;
         PyObject *owner;
-        if (utf8_view(remark, &rp, &rlen, &owner) < 0) {
-            return -1;
+        int got = utf8_view(remark, &rp, &rlen, &owner);
+        if (got != 0) {
+            return got < 0 ? -1 : 0;
         }
         int rc = rlen > INT32_MAX_ ? 0 : (buf_put(b, rp, rlen) < 0 ? -1 : 1);
         Py_XDECREF(owner);
@@ -1007,8 +1017,9 @@ static const char HEX[] = "0123456789ABCDEF";
 
 /*
  * Append s as a fastjson string literal: \b \t \n \f \r " \ short, the other C0 controls, U+007F..U+009F and
- * U+2028/U+2029 as upper-case \uXXXX, everything else raw UTF-8 (fastjson.dump_str). A lone surrogate cannot
- * be UTF-8 and raises WireError with the reference's message.
+ * U+2028/U+2029 as upper-case \uXXXX, everything else raw UTF-8 (fastjson.dump_str). A lone surrogate becomes
+ * "?" and a high surrogate followed by a low one the character they make, as Java's getBytes writes them
+ * (javatext.JAVA_UTF8).
  */
 static int
 json_put_str(Buf *b, PyObject *s)
@@ -1088,11 +1099,21 @@ json_put_str(Buf *b, PyObject *s)
                 *out++ = (char)(0xC0 | (c >> 6));
                 *out++ = (char)(0x80 | (c & 0x3F));
             }
-            else if (c < 0x10000) {
-                if (c >= 0xD800 && c <= 0xDFFF) {
-                    PyErr_SetString(WireError, "header text is not encodable as UTF-8: surrogates not allowed");
-                    return -1;
+            else if (c >= 0xD800 && c <= 0xDFFF) {
+                Py_UCS4 low = i + 1 < n ? PyUnicode_READ(kind, data, i + 1) : 0;
+                if (c <= 0xDBFF && low >= 0xDC00 && low <= 0xDFFF) {
+                    Py_UCS4 joined = 0x10000 + ((c - 0xD800) << 10) + (low - 0xDC00);
+                    *out++ = (char)(0xF0 | (joined >> 18));
+                    *out++ = (char)(0x80 | ((joined >> 12) & 0x3F));
+                    *out++ = (char)(0x80 | ((joined >> 6) & 0x3F));
+                    *out++ = (char)(0x80 | (joined & 0x3F));
+                    i++;
                 }
+                else {
+                    *out++ = '?';
+                }
+            }
+            else if (c < 0x10000) {
                 *out++ = (char)(0xE0 | (c >> 12));
                 *out++ = (char)(0x80 | ((c >> 6) & 0x3F));
                 *out++ = (char)(0x80 | (c & 0x3F));
@@ -1603,11 +1624,12 @@ done:
 
 /*
  * One field's value from its ext text, as CommandHeader.from_ext computes it: str as is, up to 18 ASCII
- * digits as an int, "true" in any ASCII case as a bool; everything else through the reference's
- * parse_value. A new reference, or NULL with the exception parse_value raised.
+ * digits as an int when it fits the field's Java type (`bits` wide, signed), "true" in any ASCII case as a
+ * bool; everything else through the reference's parse_value(kind, text, java, bits), which also words the
+ * error for a number out of range. A new reference, or NULL with the exception parse_value raised.
  */
 static PyObject *
-parse_field(PyObject *kind, PyObject *text, PyObject *java, PyObject *parse_value)
+parse_field(PyObject *kind, PyObject *text, PyObject *java, PyObject *parse_value, PyObject *bits)
 {
     if (kind == (PyObject *)&PyUnicode_Type) {
         return Py_NewRef(text);
@@ -1618,18 +1640,24 @@ parse_field(PyObject *kind, PyObject *text, PyObject *java, PyObject *parse_valu
         for (Py_ssize_t i = 0; i < PyUnicode_GET_LENGTH(text); i++) {
             v = v * 10 + (p[i] - '0');
         }
-        return PyLong_FromLongLong(v);
+        long long width = 64;
+        if (!any_ll(bits, &width)) {
+            width = 0; /* not a plain width: the reference decides */
+        }
+        if (width >= 64 || (width > 0 && v <= (1LL << (width - 1)) - 1)) {
+            return PyLong_FromLongLong(v);
+        }
     }
-    if (kind == (PyObject *)&PyBool_Type && PyUnicode_IS_ASCII(text)) {
+    else if (kind == (PyObject *)&PyBool_Type && PyUnicode_IS_ASCII(text)) {
         return Py_NewRef(ascii_true(text) ? Py_True : Py_False);
     }
-    return PyObject_CallFunctionObjArgs(parse_value, kind, text, java, NULL);
+    return PyObject_CallFunctionObjArgs(parse_value, kind, text, java, bits, NULL);
 }
 
 /*
  * from_ext(cls, fields, ext: dict, parse_value) -> header (CommandHeader.from_ext), or None to decline;
- * fields = ((attr, java, kind, required), ...). A mapping that is not a dict or a value that is not a str is
- * left to the reference.
+ * fields = ((attr, java, kind, required, bits), ...). A mapping that is not a dict or a value that is not a
+ * str is left to the reference.
  */
 static PyObject *
 sp_from_ext(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
@@ -1647,7 +1675,7 @@ sp_from_ext(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
     }
     for (Py_ssize_t i = 0; i < PyTuple_GET_SIZE(fields); i++) {
         PyObject *field = PyTuple_GET_ITEM(fields, i);
-        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) < 4) {
+        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 5) {
             Py_DECREF(values);
             return DECLINE();
         }
@@ -1679,7 +1707,7 @@ sp_from_ext(PyObject *module, PyObject *const *args, Py_ssize_t nargs)
             }
             return DECLINE(); /* None means absent to the reference; other types are its business */
         }
-        PyObject *value = parse_field(PyTuple_GET_ITEM(field, 2), text, java, args[3]);
+        PyObject *value = parse_field(PyTuple_GET_ITEM(field, 2), text, java, args[3], PyTuple_GET_ITEM(field, 4));
         if (value == NULL) {
             Py_DECREF(values);
             return NULL;
@@ -1796,8 +1824,9 @@ enum {
     BX_SIZE
 };
 /*
- * A candidate: (cls, FAST_FIELDS, ((attr, java, kind, required, index in FAST_FIELDS or -1), ...), fast plan,
- * init), init being cls.__init__ when cls(**values) amounts to object.__new__(cls) then init (else None).
+ * A candidate: (cls, FAST_FIELDS, ((attr, java, kind, required, bits, index in FAST_FIELDS or -1), ...),
+ * fast plan, init), init being cls.__init__ when cls(**values) amounts to object.__new__(cls) then init (else
+ * None).
  */
 #define MAX_FAST_FIELDS 64
 
@@ -1956,12 +1985,12 @@ try_fast_header(PyObject *cand, PyObject *entries, PyObject *ctx, PyObject **hea
     int rc = 0;
     for (Py_ssize_t i = 0; i < n_fields; i++) {
         PyObject *field = PyTuple_GET_ITEM(fields, i);
-        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 5 || !PyLong_CheckExact(PyTuple_GET_ITEM(field, 4)) ||
+        if (!PyTuple_Check(field) || PyTuple_GET_SIZE(field) != 6 || !PyLong_CheckExact(PyTuple_GET_ITEM(field, 5)) ||
             !PyUnicode_CheckExact(PyTuple_GET_ITEM(field, 0))) {
             rc = 2;
             goto release;
         }
-        Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(field, 4));
+        Py_ssize_t index = PyLong_AsSsize_t(PyTuple_GET_ITEM(field, 5));
         if (index == -1 && PyErr_Occurred()) {
             rc = -1;
             goto release;
@@ -1979,7 +2008,7 @@ try_fast_header(PyObject *cand, PyObject *entries, PyObject *ctx, PyObject **hea
             continue;
         }
         PyObject *value = parse_field(PyTuple_GET_ITEM(field, 2), text, PyTuple_GET_ITEM(field, 1),
-                                      PyTuple_GET_ITEM(ctx, BX_PARSE_VALUE));
+                                      PyTuple_GET_ITEM(ctx, BX_PARSE_VALUE), PyTuple_GET_ITEM(field, 4));
         if (value == NULL) {
             rc = swallow_codec_error(codec_error) ? 0 : -1;
             goto release;

@@ -78,9 +78,9 @@ class Speedups(Protocol):
     def from_ext(
         self,
         cls: type[T],
-        fields: tuple[tuple[str, str, type, bool], ...],
+        fields: tuple[tuple[str, str, type, bool, int], ...],
         ext: Mapping[str, str],
-        parse_value: Callable[[type, str, str], object],
+        parse_value: Callable[[type, str, str, int], object],
         /,
     ) -> T | None: ...
 

@@ -15,6 +15,7 @@ from collections.abc import Mapping
 
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.javahash import ExtFields
+from rocketmq_wire.javatext import java_utf8
 
 ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"
@@ -22,10 +23,21 @@ SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
 
 
+def _utf16_units(text: str) -> bytes:
+    """A sort key giving Java's ``String.compareTo`` order."""
+    return text.encode("utf-16-be", "surrogatepass")
+
+
 def signature_of(fields: Mapping[str, str], body: bytes, secret_key: str) -> str:
-    """The ``Signature`` value for these ext entries (``Signature`` itself excluded) and body."""
-    content = b"".join(fields[k].encode("utf-8") for k in sorted(fields) if k != SIGNATURE)
-    digest = hmac.new(secret_key.encode("utf-8"), content + body, hashlib.sha1).digest()
+    """The ``Signature`` value for these ext entries (``Signature`` itself excluded) and body.
+
+    As ``AclUtils.combineRequestContent``: the values in ``TreeMap`` order of their keys (UTF-16 units),
+    joined into one string, which becomes bytes as Java's ``getBytes`` makes them (a lone surrogate is
+    ``?``).
+    """
+    keys = sorted((k for k in fields if k != SIGNATURE), key=_utf16_units)
+    content = java_utf8("".join(fields[k] for k in keys))
+    digest = hmac.new(java_utf8(secret_key), content + body, hashlib.sha1).digest()
     return base64.b64encode(digest).decode("ascii")
 
 

@@ -36,6 +36,7 @@ from decimal import Decimal
 from typing import Any, TypeAlias
 
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.javatext import JAVA_UTF8
 
 __all__ = [
     "Bean",
@@ -326,10 +327,11 @@ def dumps(value: JsonValue, *, browser_compatible: bool = False, sort_maps: bool
 def dump_bytes(value: JsonValue, *, browser_compatible: bool = False, sort_maps: bool = False) -> bytes:
     """What ``RemotingSerializable.encode`` puts in a body: the JSON text as UTF-8.
 
-    Java's ``String.getBytes(UTF_8)`` turns an unpaired surrogate into ``?``; so does this.
+    Java's ``String.getBytes(UTF_8)`` turns an unpaired surrogate into ``?``; so does this
+    (:mod:`rocketmq_wire.javatext`).
     """
     text = dumps(value, browser_compatible=browser_compatible, sort_maps=sort_maps)
-    return text.encode("utf-8", "replace")
+    return text.encode("utf-8", JAVA_UTF8)
 
 
 # --------------------------------------------------------------------------------------------------------

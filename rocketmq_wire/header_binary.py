@@ -9,6 +9,9 @@ had copied the header into the ext map too (mqadmin's ACL signing does), the sam
 reader keeps the last value. We read such a prefix back into the typed header so that writing the command
 again gives the same bytes, and ``RemotingCommand.fields()`` gives the merged view Java sees.
 
+Text is written as Java writes it: an unpaired UTF-16 surrogate (which a JSON peer can put in a value)
+becomes ``?`` (:mod:`rocketmq_wire.javatext`).
+
 The loops over entries run in C when the accelerator is built (:mod:`rocketmq_wire.accel`); the Python code
 is the reference, and runs whenever the C code declines an input.
 """
@@ -25,6 +28,7 @@ from rocketmq_wire.errors import CodecError
 from rocketmq_wire.header_fields import INT16_MAX, INT16_MIN, INT32_MAX, INT32_MIN, HeaderFields
 from rocketmq_wire.headers.base import CommandHeader, parse_value
 from rocketmq_wire.javahash import _KNOWN_CAPACITIES, ExtFields, infer_capacity
+from rocketmq_wire.javatext import JAVA_UTF8
 from rocketmq_wire.layouts import ROCKETMQ_FIXED_FORMAT
 
 _FIXED = struct.Struct(ROCKETMQ_FIXED_FORMAT)
@@ -41,7 +45,7 @@ def _check_range(name: str, value: int, low: int, high: int) -> None:
 @functools.lru_cache(maxsize=4096)
 def _key_prefix(key: str) -> bytes:
     """A key with its length, as written before every value (keys repeat, so this is cached)."""
-    kb = key.encode("utf-8")
+    kb = key.encode("utf-8", JAVA_UTF8)
     if len(kb) > INT16_MAX:
         raise CodecError(f"ext key of {len(kb)} bytes is too long for the binary header")
     return _SHORT.pack(len(kb)) + kb
@@ -60,7 +64,7 @@ def encode_entries(entries: Iterable[tuple[str, str]]) -> bytes:
     append = parts.append
     pack = _INT.pack
     for key, value in entries:
-        vb = value.encode("utf-8")
+        vb = value.encode("utf-8", JAVA_UTF8)
         append(_key_prefix(key))
         append(pack(len(vb)))
         append(vb)
@@ -92,7 +96,7 @@ def encode_binary_header(
     lang = int(language)
     if not -128 <= lang <= 127:
         raise CodecError(f"language {lang} does not fit in a byte")
-    remark_bytes = remark.encode("utf-8") if remark else b""
+    remark_bytes = remark.encode("utf-8", JAVA_UTF8) if remark else b""
     ext_bytes = encode_entries(ext_entries)
     return b"".join(
         (

@@ -4,7 +4,8 @@ fastjson writes the bean's properties sorted by name and leaves out nulls, so a 
 ``code, extFields?, flag, language, opaque, remark?, serializeTypeCurrentRPC, version``; ext fields come in
 Java ``HashMap`` order. Reading is lenient the way Java is: the C++ client sorts its keys, writes some ext
 values as bare numbers, sends ``"remark":""`` and a trailing newline, and leaves out
-``serializeTypeCurrentRPC``.
+``serializeTypeCurrentRPC``. Java writes the header text with ``String.getBytes(UTF_8)``, which turns an
+unpaired UTF-16 surrogate (a value read from ``"\\ud800"``) into ``?``; so do both writers here.
 
 With the C accelerator (:mod:`rocketmq_wire.accel`) the header is written in C, and a header in exactly the
 layout Java writes is read in C; anything else (the C++ client's headers, malformed input) goes through
@@ -24,6 +25,7 @@ from rocketmq_wire.errors import CodecError
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.header_fields import INT32_MAX, INT32_MIN, HeaderFields
 from rocketmq_wire.javahash import _KNOWN_CAPACITIES, ExtFields, infer_capacity
+from rocketmq_wire.javatext import JAVA_UTF8
 
 _key_literal = functools.lru_cache(maxsize=4096)(dump_str)
 
@@ -78,10 +80,7 @@ def _encode_json_header(
     text = _stdlib_dumps(obj)
     if _STDLIB_LOWER_HEX.search(text) or "\x7f" in text or (not text.isascii() and _STDLIB_RAW.search(text)):
         text = _fastjson_text(obj, ext)
-    try:
-        return text.encode("utf-8")
-    except UnicodeEncodeError as exc:
-        raise CodecError(f"header text is not encodable as UTF-8: {exc.reason}") from None
+    return text.encode("utf-8", JAVA_UTF8)  # Java's getBytes: a lone surrogate becomes "?"
 
 
 def _fastjson_text(obj: dict[str, object], ext: dict[str, str] | None) -> str:

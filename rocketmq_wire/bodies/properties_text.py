@@ -15,6 +15,7 @@ from typing import Self
 
 from rocketmq_wire.bodies.java_collections import JavaTable, MapKind, map_in_java_order, read_map, string_hash
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.javatext import JAVA_UTF8
 
 #: ``new Properties()`` on Java 9+: ``new ConcurrentHashMap<>(8)`` underneath.
 PROPERTIES_TABLE = JavaTable(MapKind.CONCURRENT_HASH_MAP, 8)
@@ -100,7 +101,7 @@ class PropertiesBody:
             entries = sorted(self.properties.items(), key=lambda kv: _utf16_key(kv[0]))
         else:
             entries = map_in_java_order(self.properties, string_hash, PROPERTIES_TABLE)
-        return "".join(f"{key}={value}\n" for key, value in entries).encode("utf-8", "replace")
+        return "".join(f"{key}={value}\n" for key, value in entries).encode("utf-8", JAVA_UTF8)
 
     @classmethod
     def from_text(cls, data: bytes | bytearray | memoryview | str) -> Self:

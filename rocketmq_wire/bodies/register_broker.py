@@ -38,6 +38,7 @@ from rocketmq_wire.bodies.topic_config import (
     read_topic_config_wrapper,
 )
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.javatext import JAVA_UTF8
 
 _INT = struct.Struct(">i")
 #: Upper bound on the inflated size of a compressed body; far above any real topic table.
@@ -102,7 +103,7 @@ class RegisterBrokerBody(JsonBody):
         names = insertion_order(source, string_hash, CONCURRENT_HASH_MAP)
         parts.append(_INT.pack(len(names)))
         for name in names:
-            put(table[name].encode_line(with_attributes=is_5x).encode("utf-8", "replace"))
+            put(table[name].encode_line(with_attributes=is_5x).encode("utf-8", JAVA_UTF8))
         put(fastjson.dump_bytes(list(self.filter_server_list)))
         if isinstance(wrapper, TopicConfigAndMappingSerializeWrapper):
             infos = map_in_java_order(wrapper.topic_queue_mapping_info_map, string_hash, CONCURRENT_HASH_MAP)

@@ -163,12 +163,7 @@ class TopicConfig(JsonBody):
         if len(parts) < 5:
             raise CodecError(f"topic config line {line[:80]!r} has {len(parts)} fields, expected at least 5")
         name, read, write, perm, filter_type = parts[:5]
-        try:
-            numbers = int(read), int(write), int(perm)
-        except ValueError:
-            raise CodecError(
-                f"topic config line {line[:80]!r}: queue numbers and perm must be integers"
-            ) from None
+        numbers = tuple(_parse_int(text, line) for text in (read, write, perm))
         if filter_type not in TOPIC_FILTER_TYPES:
             raise CodecError(f"topic config line {line[:80]!r}: unknown topic filter type {filter_type!r}")
         config = cls(
@@ -188,6 +183,18 @@ class TopicConfig(JsonBody):
                 # Java ignores an unparsable attribute map (its values may hold the separator).
                 _log.debug("ignoring attributes of topic %s in a compressed registration: %s", name, exc)
         return config
+
+
+def _parse_int(text: str, line: str) -> int:
+    """``Integer.parseInt`` as ``TopicConfig.decode`` applies it: a sign, ASCII digits, a Java ``int``."""
+    digits = text[1:] if text[:1] in ("+", "-") else text
+    if digits.isascii() and digits.isdigit() and len(digits.lstrip("0")) <= 10:
+        value = int(text)
+        if -(1 << 31) <= value < 1 << 31:
+            return value
+    raise CodecError(
+        f"topic config line {line[:80]!r}: {text[:20]!r} is not a Java int (queue numbers, perm)"
+    )
 
 
 #: The broker's topic manager and the NameServer's topic queue table: ``ConcurrentHashMap(1024)``.

@@ -12,6 +12,12 @@ Four headers (send V2 request, send response, pull request, pull response) also 
 ROCKETMQ binary serialization: they are written entry by entry in a fixed order ahead of the ext map instead
 of being merged into it. Those classes set ``FAST_FIELDS`` to that order.
 
+Integral fields know their Java type (:func:`jint` an ``Integer``/``int``, :func:`jlong` a ``Long``/``long``),
+and reading refuses a value that type cannot hold, as it refuses one that is no number: ``Integer.parseInt``
+throws for both. (Apache's reflective decoder then only logs the failure and leaves the field null, so the
+processor typically fails on the null and answers SYSTEM_ERROR all the same; refusing it here says why,
+and keeps such a value from reaching what the broker persists.)
+
 Rendering a header into entries and building one from them run in C when the accelerator is built
 (:mod:`rocketmq_wire.accel`); the code here is the reference it follows.
 """
@@ -31,10 +37,25 @@ JAVA_LONG_MAX = (1 << 63) - 1
 _JAVA = "java"
 _KIND = "kind"
 _REQUIRED = "required"
+_BITS = "bits"
+
+#: The widths of Java's integral types (``byte``, ``short``, ``int``, ``long`` and their boxes).
+JAVA_INT_BITS = (8, 16, 32, 64)
 
 
-def _jfield(java: str, kind: type, required: bool, default: object) -> Any:
-    return dataclasses.field(default=default, metadata={_JAVA: java, _KIND: kind, _REQUIRED: required})
+def java_int_range(bits: int) -> tuple[int, int]:
+    """The smallest and largest value of Java's signed integral type ``bits`` wide."""
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+#: The name Java's ``Integer.parseInt`` and friends stand for, by width (for error messages).
+_JAVA_INT_NAMES = {8: "Java byte", 16: "Java short", 32: "Java int", 64: "Java long"}
+
+
+def _jfield(java: str, kind: type, required: bool, default: object, bits: int = 0) -> Any:
+    return dataclasses.field(
+        default=default, metadata={_JAVA: java, _KIND: kind, _REQUIRED: required, _BITS: bits}
+    )
 
 
 def jstr(java: str, *, required: bool = False, default: str | None = None) -> Any:
@@ -45,9 +66,19 @@ def jstr(java: str, *, required: bool = False, default: str | None = None) -> An
     return _jfield(java, str, required, default)
 
 
-def jint(java: str, *, required: bool = False, default: int | None = None) -> Any:
-    """An ``Integer``/``Long``/``int``/``long`` field (decimal on the wire)."""
-    return _jfield(java, int, required, default)
+def jint(java: str, *, required: bool = False, default: int | None = None, bits: int = 32) -> Any:
+    """An ``Integer``/``int`` field (decimal on the wire); ``bits=16`` or ``8`` for ``short``/``byte``.
+
+    Reading refuses a value outside the Java type's range, as ``Integer.parseInt`` does.
+    """
+    if bits not in JAVA_INT_BITS:
+        raise ValueError(f"a Java integral type is 8, 16, 32 or 64 bits wide, not {bits}")
+    return _jfield(java, int, required, default, bits)
+
+
+def jlong(java: str, *, required: bool = False, default: int | None = None) -> Any:
+    """A ``Long``/``long`` field (decimal on the wire): :func:`jint` 64 bits wide."""
+    return _jfield(java, int, required, default, 64)
 
 
 def jbool(java: str, *, required: bool = False, default: bool | None = None) -> Any:
@@ -62,12 +93,14 @@ def jfloat(java: str, *, required: bool = False, default: float | None = None) -
 
 @dataclasses.dataclass(frozen=True, slots=True)
 class JavaField:
-    """One header field: Python attribute, Java name, value kind and whether Java marks it ``@CFNotNull``."""
+    """One header field: Python attribute, Java name, value kind, whether Java marks it ``@CFNotNull``, and
+    for an integral field the width of its Java type (0 for the other kinds)."""
 
     attr: str
     java: str
     kind: type
     required: bool
+    bits: int = 0
 
 
 def render_value(value: object) -> str:
@@ -96,23 +129,36 @@ def java_double_to_string(value: float) -> str:
     return text
 
 
-def parse_java_int(text: str, field: str) -> int:
-    """``Integer.parseInt``/``Long.parseLong``: optional sign, ASCII digits, nothing else."""
+def parse_java_int(text: str, field: str, bits: int = 64) -> int:
+    """``Integer.parseInt``/``Long.parseLong`` (``bits`` 32 or 64; 16 and 8 for ``short``/``byte``): optional
+    sign, ASCII digits, nothing else, and a value the Java type can hold."""
     body = text[1:] if text[:1] in ("+", "-") else text
     if not body or not body.isascii() or not body.isdigit():
         raise CodecError(f"header field {field!r}: {text!r} is not a decimal integer")
-    try:
-        return int(text)
-    except ValueError:  # more digits than int() converts (sys.set_int_max_str_digits)
-        raise CodecError(f"header field {field!r}: a number of {len(body)} digits is too long") from None
+    low, high = java_int_range(bits)
+    digits = body.lstrip("0") or "0"
+    if len(digits) > 19:  # beyond any Java type (a long has 19 digits): refused without converting it
+        name = _java_int_name(bits)
+        raise CodecError(f"header field {field!r}: a number of {len(digits)} digits is too long for a {name}")
+    value = -int(digits) if text[0] == "-" else int(digits)
+    if not low <= value <= high:
+        raise CodecError(
+            f"header field {field!r}: {value} does not fit a {_java_int_name(bits)} ({low}..{high})"
+        )
+    return value
 
 
-def parse_value(kind: type, text: str, field: str) -> object:
-    """Parse an ext-map string into a field value, as Java's header decoding does."""
+def _java_int_name(bits: int) -> str:
+    return _JAVA_INT_NAMES.get(bits, f"{bits}-bit integer")
+
+
+def parse_value(kind: type, text: str, field: str, bits: int = 64) -> object:
+    """Parse an ext-map string into a field value, as Java's header decoding does; ``bits`` is the width of
+    an integral field's Java type."""
     if kind is str:
         return text
     if kind is int:
-        return parse_java_int(text, field)
+        return parse_java_int(text, field, bits)
     if kind is bool:
         return text.lower() == "true"  # Boolean.parseBoolean: anything else is false
     if kind is float:
@@ -129,6 +175,8 @@ H = TypeVar("H", bound="CommandHeader")
 #: int()'s refusal of a number with thousands of digits into a CodecError. (The C accelerator uses the same
 #: cut: up to 18 digits fit its own conversion.)
 _SHORT_DIGITS = 18
+#: The largest value of each integral width, for the in-place conversion above.
+_INT_MAX = {bits: java_int_range(bits)[1] for bits in JAVA_INT_BITS}
 
 
 @dataclasses.dataclass(slots=True)
@@ -146,9 +194,9 @@ class CommandHeader:
         cached: tuple[JavaField, ...] | None = cls.__dict__.get("_java_fields_cache")
         if cached is None:
             cached = tuple(
-                JavaField(f.name, f.metadata[_JAVA], f.metadata[_KIND], f.metadata[_REQUIRED])
+                JavaField(f.name, meta[_JAVA], meta[_KIND], meta[_REQUIRED], meta.get(_BITS, 0))
                 for f in dataclasses.fields(cls)
-                if _JAVA in f.metadata
+                if _JAVA in (meta := f.metadata)
             )
             type.__setattr__(cls, "_java_fields_cache", cached)
         return cached
@@ -198,11 +246,11 @@ class CommandHeader:
         return cached
 
     @classmethod
-    def _parse_plan(cls) -> tuple[tuple[str, str, type, bool], ...]:
-        """(attribute, Java name, kind, required) in declared order, for the C ``from_ext``."""
-        cached: tuple[tuple[str, str, type, bool], ...] | None = cls.__dict__.get("_parse_plan_cache")
+    def _parse_plan(cls) -> tuple[tuple[str, str, type, bool, int], ...]:
+        """(attribute, Java name, kind, required, bits) in declared order, for the C ``from_ext``."""
+        cached: tuple[tuple[str, str, type, bool, int], ...] | None = cls.__dict__.get("_parse_plan_cache")
         if cached is None:
-            cached = tuple((f.attr, f.java, f.kind, f.required) for f in cls.java_fields())
+            cached = tuple((f.attr, f.java, f.kind, f.required, f.bits) for f in cls.java_fields())
             type.__setattr__(cls, "_parse_plan_cache", cached)
         return cached
 
@@ -235,7 +283,8 @@ class CommandHeader:
     def from_ext(cls, ext: Mapping[str, str]) -> Self:
         """Build the header from ext-map entries; unknown entries are ignored, as Java does.
 
-        Raises :class:`CodecError` when a ``@CFNotNull`` field is missing or a number does not parse.
+        Raises :class:`CodecError` when a ``@CFNotNull`` field is missing or a number does not parse or does
+        not fit the field's Java type.
         """
         if _c is not None:
             try:
@@ -256,9 +305,12 @@ class CommandHeader:
             if kind is str:
                 values[f.attr] = text
             elif kind is int and len(text) <= _SHORT_DIGITS and text.isdigit() and text.isascii():
-                values[f.attr] = int(text)
+                number = int(text)
+                if number > _INT_MAX[f.bits]:
+                    number = parse_java_int(text, f.java, f.bits)  # raises, wording the refusal
+                values[f.attr] = number
             else:
-                values[f.attr] = parse_value(kind, text, f.java)
+                values[f.attr] = parse_value(kind, text, f.java, f.bits)
         header = cls(**values)
         header.check()
         return header

@@ -10,7 +10,7 @@ import dataclasses
 from typing import ClassVar
 
 from rocketmq_wire.codes import RequestCode
-from rocketmq_wire.headers.base import jbool, jint, jstr
+from rocketmq_wire.headers.base import jbool, jint, jlong, jstr
 from rocketmq_wire.headers.rpc import RpcRequestHeader, TopicRequestHeader
 
 
@@ -60,7 +60,7 @@ class ConsumerSendMsgBackRequestHeader(RpcRequestHeader):
 
     REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.CONSUMER_SEND_MSG_BACK,)
 
-    offset: int | None = jint("offset", required=True)
+    offset: int | None = jlong("offset", required=True)
     group: str | None = jstr("group", required=True)
     delay_level: int | None = jint("delayLevel", required=True)
     origin_msg_id: str | None = jstr("originMsgId")

@@ -6,7 +6,7 @@ import dataclasses
 from typing import ClassVar
 
 from rocketmq_wire.codes import RequestCode
-from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jstr
+from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jlong, jstr
 from rocketmq_wire.headers.rpc import RpcRequestHeader, TopicRequestHeader
 
 
@@ -34,8 +34,8 @@ class RegisterBrokerRequestHeader(CommandHeader):
     broker_addr: str | None = jstr("brokerAddr", required=True)
     cluster_name: str | None = jstr("clusterName", required=True)
     ha_server_addr: str | None = jstr("haServerAddr", required=True)
-    broker_id: int | None = jint("brokerId", required=True)
-    heartbeat_timeout_millis: int | None = jint("heartbeatTimeoutMillis")
+    broker_id: int | None = jlong("brokerId", required=True)
+    heartbeat_timeout_millis: int | None = jlong("heartbeatTimeoutMillis")
     enable_acting_master: bool | None = jbool("enableActingMaster")
     compressed: bool | None = jbool("compressed")
     body_crc32: int | None = jint("bodyCrc32")
@@ -58,7 +58,7 @@ class UnRegisterBrokerRequestHeader(CommandHeader):
     broker_name: str | None = jstr("brokerName", required=True)
     broker_addr: str | None = jstr("brokerAddr", required=True)
     cluster_name: str | None = jstr("clusterName", required=True)
-    broker_id: int | None = jint("brokerId", required=True)
+    broker_id: int | None = jlong("brokerId", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -151,7 +151,7 @@ class QueryDataVersionRequestHeader(CommandHeader):
     broker_name: str | None = jstr("brokerName", required=True)
     broker_addr: str | None = jstr("brokerAddr", required=True)
     cluster_name: str | None = jstr("clusterName", required=True)
-    broker_id: int | None = jint("brokerId", required=True)
+    broker_id: int | None = jlong("brokerId", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -177,11 +177,11 @@ class BrokerHeartbeatRequestHeader(CommandHeader):
     cluster_name: str | None = jstr("clusterName", required=True)
     broker_addr: str | None = jstr("brokerAddr", required=True)
     broker_name: str | None = jstr("brokerName", required=True)
-    broker_id: int | None = jint("brokerId")
+    broker_id: int | None = jlong("brokerId")
     epoch: int | None = jint("epoch")
-    max_offset: int | None = jint("maxOffset")
-    confirm_offset: int | None = jint("confirmOffset")
-    heartbeat_timeout_mills: int | None = jint("heartbeatTimeoutMills")
+    max_offset: int | None = jlong("maxOffset")
+    confirm_offset: int | None = jlong("confirmOffset")
+    heartbeat_timeout_mills: int | None = jlong("heartbeatTimeoutMills")
     election_priority: int | None = jint("electionPriority")
 
 

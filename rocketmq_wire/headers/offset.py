@@ -6,7 +6,7 @@ import dataclasses
 from typing import ClassVar
 
 from rocketmq_wire.codes import RequestCode
-from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jstr
+from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jlong, jstr
 from rocketmq_wire.headers.rpc import TopicRequestHeader
 
 
@@ -24,7 +24,7 @@ class QueryConsumerOffsetRequestHeader(TopicRequestHeader):
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class QueryConsumerOffsetResponseHeader(CommandHeader):
-    offset: int | None = jint("offset", required=True)
+    offset: int | None = jlong("offset", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -36,7 +36,7 @@ class UpdateConsumerOffsetRequestHeader(TopicRequestHeader):
     consumer_group: str | None = jstr("consumerGroup", required=True)
     topic: str | None = jstr("topic", required=True)
     queue_id: int | None = jint("queueId", required=True)
-    commit_offset: int | None = jint("commitOffset", required=True)
+    commit_offset: int | None = jlong("commitOffset", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -49,7 +49,7 @@ class GetMinOffsetRequestHeader(TopicRequestHeader):
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class GetMinOffsetResponseHeader(CommandHeader):
-    offset: int | None = jint("offset", required=True)
+    offset: int | None = jlong("offset", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -65,7 +65,7 @@ class GetMaxOffsetRequestHeader(TopicRequestHeader):
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class GetMaxOffsetResponseHeader(CommandHeader):
-    offset: int | None = jint("offset", required=True)
+    offset: int | None = jlong("offset", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -76,13 +76,13 @@ class SearchOffsetRequestHeader(TopicRequestHeader):
 
     topic: str | None = jstr("topic", required=True)
     queue_id: int | None = jint("queueId", required=True)
-    timestamp: int | None = jint("timestamp", required=True)
+    timestamp: int | None = jlong("timestamp", required=True)
     boundary_type: str | None = jstr("boundaryType")
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class SearchOffsetResponseHeader(CommandHeader):
-    offset: int | None = jint("offset", required=True)
+    offset: int | None = jlong("offset", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -95,7 +95,7 @@ class GetEarliestMsgStoretimeRequestHeader(TopicRequestHeader):
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class GetEarliestMsgStoretimeResponseHeader(CommandHeader):
-    timestamp: int | None = jint("timestamp", required=True)
+    timestamp: int | None = jlong("timestamp", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -114,6 +114,6 @@ class ResetOffsetRequestHeader(TopicRequestHeader):
     topic: str | None = jstr("topic", required=True)
     group: str | None = jstr("group", required=True)
     queue_id: int | None = jint("queueId")
-    offset: int | None = jint("offset")
-    timestamp: int | None = jint("timestamp", required=True)
+    offset: int | None = jlong("offset")
+    timestamp: int | None = jlong("timestamp", required=True)
     is_force: bool | None = jbool("isForce", required=True)

@@ -12,7 +12,7 @@ import dataclasses
 from typing import ClassVar
 
 from rocketmq_wire.codes import RequestCode
-from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jstr
+from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jlong, jstr
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -52,13 +52,13 @@ class PullMessageRequestHeader(CommandHeader):
     topic: str | None = jstr("topic", required=True)
     lite_topic: str | None = jstr("liteTopic")
     queue_id: int | None = jint("queueId", required=True)
-    queue_offset: int | None = jint("queueOffset", required=True)
+    queue_offset: int | None = jlong("queueOffset", required=True)
     max_msg_nums: int | None = jint("maxMsgNums", required=True)
     sys_flag: int | None = jint("sysFlag", required=True)
-    commit_offset: int | None = jint("commitOffset", required=True)
-    suspend_timeout_millis: int | None = jint("suspendTimeoutMillis", required=True)
+    commit_offset: int | None = jlong("commitOffset", required=True)
+    suspend_timeout_millis: int | None = jlong("suspendTimeoutMillis", required=True)
     subscription: str | None = jstr("subscription")
-    sub_version: int | None = jint("subVersion", required=True)
+    sub_version: int | None = jlong("subVersion", required=True)
     expression_type: str | None = jstr("expressionType")
     max_msg_bytes: int | None = jint("maxMsgBytes")
     request_source: int | None = jint("requestSource")
@@ -88,11 +88,11 @@ class PullMessageResponseHeader(CommandHeader):
         "forbiddenType",
     )
 
-    suggest_which_broker_id: int | None = jint("suggestWhichBrokerId", required=True)
-    next_begin_offset: int | None = jint("nextBeginOffset", required=True)
-    min_offset: int | None = jint("minOffset", required=True)
-    max_offset: int | None = jint("maxOffset", required=True)
-    offset_delta: int | None = jint("offsetDelta")
+    suggest_which_broker_id: int | None = jlong("suggestWhichBrokerId", required=True)
+    next_begin_offset: int | None = jlong("nextBeginOffset", required=True)
+    min_offset: int | None = jlong("minOffset", required=True)
+    max_offset: int | None = jlong("maxOffset", required=True)
+    offset_delta: int | None = jlong("offsetDelta")
     topic_sys_flag: int | None = jint("topicSysFlag")
     group_sys_flag: int | None = jint("groupSysFlag")
     forbidden_type: int | None = jint("forbiddenType")

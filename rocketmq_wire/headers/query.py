@@ -6,7 +6,7 @@ import dataclasses
 from typing import ClassVar, Final
 
 from rocketmq_wire.codes import RequestCode
-from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.headers.base import CommandHeader, jint, jlong, jstr
 from rocketmq_wire.headers.rpc import TopicRequestHeader
 
 
@@ -19,16 +19,16 @@ class QueryMessageRequestHeader(TopicRequestHeader):
     topic: str | None = jstr("topic", required=True)
     key: str | None = jstr("key", required=True)
     max_num: int | None = jint("maxNum", required=True)
-    begin_timestamp: int | None = jint("beginTimestamp", required=True)
-    end_timestamp: int | None = jint("endTimestamp", required=True)
+    begin_timestamp: int | None = jlong("beginTimestamp", required=True)
+    end_timestamp: int | None = jlong("endTimestamp", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class QueryMessageResponseHeader(CommandHeader):
     """How far the index is built, so a client querying several brokers can merge results."""
 
-    index_last_update_timestamp: int | None = jint("indexLastUpdateTimestamp", required=True)
-    index_last_update_phyoffset: int | None = jint("indexLastUpdatePhyoffset", required=True)
+    index_last_update_timestamp: int | None = jlong("indexLastUpdateTimestamp", required=True)
+    index_last_update_phyoffset: int | None = jlong("indexLastUpdatePhyoffset", required=True)
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
@@ -38,7 +38,7 @@ class ViewMessageRequestHeader(TopicRequestHeader):
     REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.VIEW_MESSAGE_BY_ID,)
 
     topic: str | None = jstr("topic")
-    offset: int | None = jint("offset", required=True)
+    offset: int | None = jlong("offset", required=True)
 
 
 #: Ext entry (not a header field) of QUERY_MESSAGE: ``"true"`` looks the key up among unique keys (UNIQ_KEY),
@@ -58,6 +58,6 @@ class QueryConsumeQueueRequestHeader(CommandHeader):
 
     topic: str | None = jstr("topic")
     queue_id: int | None = jint("queueId")
-    index: int | None = jint("index")
+    index: int | None = jlong("index")
     count: int | None = jint("count")
     consumer_group: str | None = jstr("consumerGroup")

@@ -13,7 +13,7 @@ import dataclasses
 from typing import ClassVar
 
 from rocketmq_wire.codes import RequestCode
-from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jstr
+from rocketmq_wire.headers.base import CommandHeader, jbool, jint, jlong, jstr
 from rocketmq_wire.headers.rpc import TopicRequestHeader
 
 
@@ -29,7 +29,7 @@ class SendMessageRequestHeader(TopicRequestHeader):
     default_topic_queue_nums: int | None = jint("defaultTopicQueueNums", required=True)
     queue_id: int | None = jint("queueId", required=True)
     sys_flag: int | None = jint("sysFlag", required=True)
-    born_timestamp: int | None = jint("bornTimestamp", required=True)
+    born_timestamp: int | None = jlong("bornTimestamp", required=True)
     flag: int | None = jint("flag", required=True)
     properties: str | None = jstr("properties")
     reconsume_times: int | None = jint("reconsumeTimes")
@@ -83,7 +83,7 @@ class SendMessageRequestHeaderV2(TopicRequestHeader):
     default_topic_queue_nums: int | None = jint("d", required=True)
     queue_id: int | None = jint("e", required=True)
     sys_flag: int | None = jint("f", required=True)
-    born_timestamp: int | None = jint("g", required=True)
+    born_timestamp: int | None = jlong("g", required=True)
     flag: int | None = jint("h", required=True)
     properties: str | None = jstr("i")
     reconsume_times: int | None = jint("j")
@@ -135,8 +135,8 @@ class SendMessageResponseHeader(CommandHeader):
 
     msg_id: str | None = jstr("msgId", required=True)
     queue_id: int | None = jint("queueId", required=True)
-    queue_offset: int | None = jint("queueOffset", required=True)
+    queue_offset: int | None = jlong("queueOffset", required=True)
     transaction_id: str | None = jstr("transactionId")
     batch_uniq_id: str | None = jstr("batchUniqId")
     recall_handle: str | None = jstr("recallHandle")
-    delay_time: int | None = jint("delayTime")
+    delay_time: int | None = jlong("delayTime")

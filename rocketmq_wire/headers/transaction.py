@@ -9,7 +9,7 @@ from typing import ClassVar, Self
 
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.errors import CodecError
-from rocketmq_wire.headers.base import jbool, jint, jstr
+from rocketmq_wire.headers.base import jbool, jint, jlong, jstr
 from rocketmq_wire.headers.rpc import RpcRequestHeader
 
 
@@ -37,8 +37,8 @@ class EndTransactionRequestHeader(RpcRequestHeader):
 
     topic: str | None = jstr("topic")
     producer_group: str | None = jstr("producerGroup", required=True)
-    tran_state_table_offset: int | None = jint("tranStateTableOffset", required=True)
-    commit_log_offset: int | None = jint("commitLogOffset", required=True)
+    tran_state_table_offset: int | None = jlong("tranStateTableOffset", required=True)
+    commit_log_offset: int | None = jlong("commitLogOffset", required=True)
     commit_or_rollback: int | None = jint("commitOrRollback", required=True)
     from_transaction_check: bool | None = jbool("fromTransactionCheck")
     msg_id: str | None = jstr("msgId", required=True)
@@ -62,8 +62,8 @@ class CheckTransactionStateRequestHeader(RpcRequestHeader):
     REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.CHECK_TRANSACTION_STATE,)
 
     topic: str | None = jstr("topic")
-    tran_state_table_offset: int | None = jint("tranStateTableOffset", required=True)
-    commit_log_offset: int | None = jint("commitLogOffset", required=True)
+    tran_state_table_offset: int | None = jlong("tranStateTableOffset", required=True)
+    commit_log_offset: int | None = jlong("commitLogOffset", required=True)
     msg_id: str | None = jstr("msgId")
     transaction_id: str | None = jstr("transactionId")
     offset_msg_id: str | None = jstr("offsetMsgId")

@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 
 from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.javatext import JAVA_UTF8
 from rocketmq_wire.message.const import PROPERTY_SEPARATOR
 from rocketmq_wire.message.layout import BATCH_FIXED
 from rocketmq_wire.message.properties import decode_properties, properties_text
@@ -38,7 +39,7 @@ class BatchEntry:
 def encode_batch(entries: Iterable[BatchEntry]) -> bytes:
     parts: list[bytes] = []
     for index, entry in enumerate(entries):
-        properties = entry.properties_string.encode("utf-8")
+        properties = entry.properties_string.encode("utf-8", JAVA_UTF8)
         if len(properties) > _MAX_SHORT:
             raise CodecError(
                 f"batch entry {index}: properties of {len(properties)} bytes exceed {_MAX_SHORT}"

@@ -16,6 +16,7 @@ from types import MappingProxyType
 
 from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.javatext import JAVA_UTF8
 from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.compression import compress, compression_type_of, decompress_for_flag
 from rocketmq_wire.message.hosts import format_host, parse_host
@@ -348,7 +349,7 @@ def encode_stored_message(
     if sys_flag & sysflag.STOREHOSTADDRESS_V6 and not store_v6:
         raise CodecError(f"sysFlag {sys_flag:#x} marks an IPv6 store host but {message.store_host!r} is IPv4")
     sys_flag |= (sysflag.BORNHOST_V6 if born_v6 else 0) | (sysflag.STOREHOSTADDRESS_V6 if store_v6 else 0)
-    topic = message.topic.encode("utf-8")
+    topic = message.topic.encode("utf-8", JAVA_UTF8)
     if version is None:
         version = MessageVersion.V2 if len(message.topic) > _MAX_V1_TOPIC else MessageVersion.V1
     topic_limit = _MAX_V1_TOPIC if version is MessageVersion.V1 else _MAX_SHORT
@@ -356,7 +357,7 @@ def encode_stored_message(
         raise CodecError(
             f"topic of {len(topic)} bytes exceeds the {topic_limit} a {version.name} record allows"
         )
-    properties = message.properties_string.encode("utf-8")
+    properties = message.properties_string.encode("utf-8", JAVA_UTF8)
     if len(properties) > _MAX_SHORT:
         raise CodecError(f"properties of {len(properties)} bytes exceed the {_MAX_SHORT} a record allows")
     fixed = STORED_FIXED[(born_v6, store_v6)]

@@ -9,7 +9,13 @@ Behaviour that Java peers rely on, mirrored here:
   (with Java's leading space);
 * a handler that raises is answered SYSTEM_ERROR, remark "<exception>, <where it was raised>";
 * a oneway request never gets an answer, not even an error;
-* a handler returning ``None`` sends nothing: it may answer later with :meth:`Connection.send_response`.
+* a handler returning ``None`` sends nothing: it may answer later with :meth:`Connection.send_response`
+  (better: :func:`send_answer`, which keeps the promise below).
+
+Whatever a handler returns, the request is answered or its connection closed, never left silent: an answer
+that cannot be encoded (a header value no frame can carry, a bug in a handler) is replaced by SYSTEM_ERROR
+with a short remark, as Apache answers an exception in a processor, and if even that cannot be sent the
+connection is closed with a logged reason, as Apache's ``NettyEncoder`` closes a channel it cannot write to.
 
 Each request runs in its own task, so a slow handler does not hold up the connection. A handler registered
 ``eager`` runs without one: the requests that arrive together are queued, then started one after the other
@@ -308,13 +314,7 @@ class RequestDispatcher:
             refusal = request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
         if refusal is None:
             return True
-        if not request.is_oneway:
-            refusal.opaque = request.opaque
-            refusal.serialize_type = request.serialize_type
-            try:
-                conn.send_response_nowait(refusal)
-            except RemotingClosedError:
-                pass
+        send_answer_now(request, refusal, conn)
         return False
 
     # A task cancelled before its first step never runs its coroutine, ``finally`` clauses included (the
@@ -384,7 +384,7 @@ class RequestDispatcher:
                 response = await _settled(await job.registration.handler(request, conn))
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
-        await _answer(request, response, conn)
+        await send_answer(request, response, conn)
 
     @staticmethod
     def _run_inline(handler: InlineHandler, request: RemotingCommand, conn: Connection) -> None:
@@ -392,7 +392,7 @@ class RequestDispatcher:
             response = handler(request, conn)
         except Exception as exc:
             response = _failure_answer(request, conn, exc)
-        _answer_now(request, response, conn)
+        send_answer_now(request, response, conn)
 
     # -- eager jobs: started in one callback, continued by what they wait on -----------------------------
 
@@ -448,7 +448,7 @@ class RequestDispatcher:
             if exc is not None:
                 response = _failure_answer(job.request, job.conn, exc)
             # Written at once even while the peer reads slowly: it is one of the answers max_in_flight bounds.
-            _answer_now(job.request, response, job.conn)
+            send_answer_now(job.request, response, job.conn)
         finally:
             self._finished(job.conn, job.peer)
 
@@ -512,7 +512,7 @@ class RequestDispatcher:
                 response = await _settled(await _Suspended(job.coro, waiting_on))
             except Exception as exc:
                 response = _failure_answer(job.request, job.conn, exc)
-            await _answer(job.request, response, job.conn)
+            await send_answer(job.request, response, job.conn)
         finally:
             self._finished(job.conn, job.peer)
 
@@ -529,10 +529,7 @@ class RequestDispatcher:
         logger.error("%s%s", conn.remote_address, remark)
         if request.is_oneway:
             return
-        try:
-            conn.send_response_nowait(request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark))
-        except RemotingClosedError:
-            pass
+        send_answer_now(request, request.make_response(ResponseCode.REQUEST_CODE_NOT_SUPPORTED, remark), conn)
 
 
 class _Suspended:
@@ -573,26 +570,65 @@ async def _settled(response: Outcome) -> RemotingCommand | None:
     return response
 
 
-async def _answer(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> None:
-    """Send a handler's answer, waiting while the connection's writes are backed up."""
-    answer = _addressed(request, response, conn)
-    if answer is None:
-        return
+async def send_answer(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> None:
+    """Send ``response`` as the answer to ``request`` (none to a oneway), waiting while the connection's
+    writes are backed up; for a handler that answers after it returned (a held pull).
+
+    Never raises: an answer that cannot be encoded becomes SYSTEM_ERROR, and a connection that cannot carry
+    even that is closed; a closed connection is logged at debug level.
+    """
     try:
+        answer = _addressed(request, response, conn)
+        if answer is None:
+            return
         await conn.send_response(answer)
     except RemotingClosedError as exc:
         _undeliverable(request, exc)
+    except Exception as exc:
+        _answer_unsendable(request, response, conn, exc)
 
 
-def _answer_now(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> None:
-    """Send a handler's answer at once, whatever the connection's backlog."""
-    answer = _addressed(request, response, conn)
-    if answer is None:
-        return
+def send_answer_now(request: RemotingCommand, response: RemotingCommand | None, conn: Connection) -> None:
+    """:func:`send_answer` written at once, whatever the connection's backlog."""
     try:
+        answer = _addressed(request, response, conn)
+        if answer is None:
+            return
         conn.send_response_nowait(answer)
     except RemotingClosedError as exc:
         _undeliverable(request, exc)
+    except Exception as exc:
+        _answer_unsendable(request, response, conn, exc)
+
+
+#: The longest remark of the SYSTEM_ERROR that replaces an answer that cannot be sent.
+_UNSENDABLE_REMARK_LIMIT = 200
+
+
+def _answer_unsendable(request: RemotingCommand, answer: object, conn: Connection, exc: Exception) -> None:
+    """``answer`` could not be encoded (nothing of it was written): answer SYSTEM_ERROR instead, and close
+    the connection if even that cannot go out, so that the peer is never left waiting in silence."""
+    logger.error(
+        "answer %s to request code %d (opaque %d) from %s cannot be sent",
+        getattr(answer, "code", type(answer).__name__),
+        request.code,
+        request.opaque,
+        conn.remote_address,
+        exc_info=exc,
+    )
+    if request.is_oneway:
+        return
+    # ASCII only, short: it must go out whatever made the first answer fail
+    remark = ascii(f"answer could not be encoded: {type(exc).__name__}: {exc}")[1:-1]
+    fallback = request.make_response(ResponseCode.SYSTEM_ERROR, remark=remark[:_UNSENDABLE_REMARK_LIMIT])
+    try:
+        conn.send_response_nowait(fallback)
+    except RemotingClosedError as closed:
+        _undeliverable(request, closed)
+    except Exception as again:
+        reason = f"cannot answer request code {request.code} (opaque {request.opaque}): {again}"
+        logger.error("closing connection from %s: %s", conn.remote_address, reason, exc_info=again)
+        conn.close(reason)
 
 
 def _failure_answer(request: RemotingCommand, conn: Connection, exc: Exception) -> RemotingCommand | None:

@@ -192,7 +192,10 @@ def test_topic_config_line_encoding(
     ("line", "message"),
     [
         ("T 1 2 6", "at least 5"),
-        ("T x 2 6 SINGLE_TAG", "must be integers"),
+        ("T x 2 6 SINGLE_TAG", "'x' is not a Java int"),
+        ("T 1 2147483648 6 SINGLE_TAG", "'2147483648' is not a Java int"),
+        ("T 1 2 -2147483649 SINGLE_TAG", "'-2147483649' is not a Java int"),
+        ("T 1 2 1_0 SINGLE_TAG", "'1_0' is not a Java int"),
         ("T 1 2 6 NO_SUCH", "unknown topic filter type"),
     ],
 )

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 from rocketmq_wire import CodecError, ExtFields, LanguageCode, RemotingCommand, SerializeType
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.javatext import java_utf8
 
 
 def test_flag_helpers() -> None:
@@ -208,10 +209,7 @@ def test_json_fast_path_writes_what_fastjson_escaping_writes(key: str, value: st
     """The C-encoder fast path must agree with the per-character fastjson writer on any text."""
     from rocketmq_wire.header_json import _fastjson_text, encode_json_header
 
-    try:
-        fast = encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, value, [(key, value)])
-    except CodecError:
-        return  # lone surrogates cannot be written as UTF-8 by either path
+    fast = encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, value, [(key, value)])
     obj = {
         "code": 1,
         "extFields": {key: value},
@@ -222,4 +220,4 @@ def test_json_fast_path_writes_what_fastjson_escaping_writes(key: str, value: st
         "serializeTypeCurrentRPC": "JSON",
         "version": 409,
     }
-    assert fast == _fastjson_text(obj, {key: value}).encode("utf-8")
+    assert fast == java_utf8(_fastjson_text(obj, {key: value}))  # a lone surrogate is "?" either way

@@ -37,7 +37,7 @@ from rocketmq_wire.headers import (
     header_for_request,
     header_for_response,
 )
-from rocketmq_wire.headers.base import CommandHeader, JavaField
+from rocketmq_wire.headers.base import CommandHeader, JavaField, java_int_range
 
 _SNAKE = re.compile(r"[a-z][a-z0-9]*(_[a-z0-9]+)*")
 _ROUTING_KEYS = ("ns", "nsd", "bname", "oway", "lo")
@@ -314,7 +314,11 @@ def header_strategy(cls: type[CommandHeader]) -> st.SearchStrategy[CommandHeader
     """Any header of the class that Java could decode: required fields set, the rest maybe null."""
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
     for f in cls.java_fields():
-        value = _OVERRIDES.get((cls, f.java), _KIND_STRATEGY[f.kind])
+        kind = _KIND_STRATEGY[f.kind]
+        if f.kind is int:
+            low, high = java_int_range(f.bits)  # what the field's Java type holds
+            kind = st.integers(min_value=low, max_value=high)
+        value = _OVERRIDES.get((cls, f.java), kind)
         kwargs[f.attr] = value if f.required else st.none() | value
     return st.builds(cls, **kwargs)
 

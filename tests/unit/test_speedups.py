@@ -44,6 +44,7 @@ from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.headers import ALL_HEADERS, SendMessageRequestHeaderV2
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
+from rocketmq_wire.javatext import java_utf8
 from rocketmq_wire.message.batch import BatchEntry, decode_batch
 from rocketmq_wire.message.properties import PropertiesFlavour, decode_properties, encode_properties
 from rocketmq_wire.message.stored import MessageExt, encode_stored_message
@@ -312,7 +313,7 @@ _SPECIAL = st.sampled_from(
         "\U0001f600",
     ]
 )
-_ANY_TEXT = st.text(st.characters() | _SPECIAL, max_size=24)  # surrogates included: writing them fails alike
+_ANY_TEXT = st.text(st.characters() | _SPECIAL, max_size=24)  # lone surrogates too: written as Java does
 _WIRE_TEXT = st.text(  # what can travel: no lone surrogates
     st.characters(exclude_categories=["Cs"]) | _SPECIAL.filter(lambda c: c != "\ud800"), max_size=24
 )
@@ -425,7 +426,7 @@ def test_json_writer_escapes_as_fastjson(key: str, value: str, remark: str | Non
 def _java_json_with(key: str, value: str, remark: str | None) -> bytes:
     text = '{"code":1,"extFields":{' + dump_str(key) + ":" + dump_str(value) + '},"flag":0,"language":"JAVA"'
     text += ',"opaque":1' + (f',"remark":{dump_str(remark)}' if remark is not None else "")
-    return (text + ',"serializeTypeCurrentRPC":"JSON","version":409}').encode()
+    return java_utf8(text + ',"serializeTypeCurrentRPC":"JSON","version":409}')
 
 
 def test_json_writer_escapes_the_special_ranges(impl: str) -> None:
@@ -447,12 +448,14 @@ def test_json_writer_escapes_del_in_ascii_text(impl: str) -> None:
     assert b'"k":"\\u007F"' in cmd.encode()
 
 
-def test_json_writer_refuses_lone_surrogates(impl: str) -> None:
-    with pytest.raises(CodecError, match="not encodable as UTF-8: surrogates not allowed"):
-        header_json.encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, "\ud800", None)
-    cmd = RemotingCommand(code=1, ext_fields={"k": "x\udfff"})
-    with pytest.raises(CodecError, match="surrogates not allowed"):
-        cmd.encode()
+def test_json_writer_writes_lone_surrogates_as_java_getbytes(impl: str) -> None:
+    """fastjson leaves a lone surrogate as it is and ``getBytes(UTF_8)`` writes ``?`` for it; two halves
+    that meet are one character."""
+    data = header_json.encode_json_header(1, LanguageCode.JAVA, 409, 1, 0, "a\ud800b", None)
+    assert b'"remark":"a?b"' in data
+    cmd = RemotingCommand(code=1, ext_fields={"k": "x\udfff", "\ud800": "\ud83d\ude00\ud800\ud83d\ude00"})
+    frame = cmd.encode()
+    assert b'"k":"x?"' in frame and '"?":"\U0001f600?\U0001f600"'.encode() in frame
 
 
 def test_json_reader_unescapes_every_form(impl: str) -> None:
@@ -607,8 +610,7 @@ def test_binary_writer_range_errors(impl: str) -> None:
     with pytest.raises(CodecError, match="ext key of 40000 bytes is too long for the binary header"):
         cmd.encode()
     cmd = RemotingCommand(serialize_type=SerializeType.ROCKETMQ, remark="\ud800")
-    with pytest.raises(UnicodeEncodeError):
-        cmd.encode()
+    assert b"\x00\x00\x00\x01?" in cmd.encode()  # not a range error: Java writes a lone surrogate as "?"
 
 
 # -- generated commands ----------------------------------------------------------------------------------
