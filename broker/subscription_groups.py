@@ -74,14 +74,20 @@ class SubscriptionGroupConfig:
             value = fields.get(key)
             return value if isinstance(value, bool) else default
 
-        def number(key: str, default: int) -> int:
+        def number(key: str, default: int, bits: int) -> int:
             value = fields.get(key)
             if isinstance(value, bool) or not isinstance(value, (int, str)):
                 return default
             try:
-                return int(value)
+                result = int(value)
             except ValueError:
                 return default
+            if not -(1 << (bits - 1)) <= result < 1 << (bits - 1):
+                # fastjson refuses the whole table then; kept, it would fail every later write of ours
+                raise CodecError(
+                    f"subscription group {name}: {key} {result} does not fit a Java {bits}-bit field"
+                )
+            return result
 
         config.consume_enable = flag("consumeEnable", config.consume_enable)
         config.consume_from_min_enable = flag("consumeFromMinEnable", config.consume_from_min_enable)
@@ -89,11 +95,11 @@ class SubscriptionGroupConfig:
         config.notify_consumer_ids_changed_enable = flag(
             "notifyConsumerIdsChangedEnable", config.notify_consumer_ids_changed_enable
         )
-        config.retry_queue_nums = number("retryQueueNums", config.retry_queue_nums)
-        config.retry_max_times = number("retryMaxTimes", config.retry_max_times)
-        config.broker_id = number("brokerId", config.broker_id)
+        config.retry_queue_nums = number("retryQueueNums", config.retry_queue_nums, 32)
+        config.retry_max_times = number("retryMaxTimes", config.retry_max_times, 32)
+        config.broker_id = number("brokerId", config.broker_id, 64)
         config.which_broker_when_consume_slowly = number(
-            "whichBrokerWhenConsumeSlowly", config.which_broker_when_consume_slowly
+            "whichBrokerWhenConsumeSlowly", config.which_broker_when_consume_slowly, 64
         )
         return config
 
@@ -147,6 +153,9 @@ class SubscriptionGroupManager:
         if not isinstance(parsed, dict):
             raise CodecError("a subscription group table must be a JSON object")
         version = DataVersion.from_json(parsed.get("dataVersion"))
+        stamps = (version.timestamp, version.counter, version.state_version)
+        if not all(-(1 << 63) <= stamp < 1 << 63 for stamp in stamps):
+            raise CodecError(f"a subscription group table's dataVersion {stamps} does not fit Java's long")
         if version == self.data_version:
             return False
         raw = parsed.get("subscriptionGroupTable")

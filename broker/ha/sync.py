@@ -22,7 +22,9 @@ from broker.schedule import FILE_NAME as DELAY_OFFSET_FILE
 from broker.store.atomic_file import write_atomically
 from broker.store.json_config import DataVersion
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, fastjson
+from rocketmq_wire.bodies.base import Fields
 from rocketmq_wire.bodies.consumer import ConsumerOffsetSerializeWrapper
+from rocketmq_wire.bodies.topic_config import TopicConfig
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.transport import RemotingClient, RemotingError
 
@@ -82,7 +84,10 @@ class SlaveSynchronizer:
                 for name, config in raw.items()
                 if isinstance(name, str) and isinstance(config, dict)
             }
+        for name, config in table.items():
+            _check_storable_topic(name, config)
         version = DataVersion.from_json(parsed.get("dataVersion"))
+        _check_storable_version(version)
         if self._broker.topic_config_manager.replace_all(table, version):
             log.info("updated the topic configs from master %s", master)
 
@@ -106,3 +111,16 @@ class SlaveSynchronizer:
         body = await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         if self._broker.subscription_groups.replace_from_json(body):
             log.info("updated the subscription groups from master %s", master)
+
+
+def _check_storable_topic(name: str, config: dict[str, Any]) -> None:
+    """Refuse (:class:`CodecError`) a master's topic config a Java broker could not hold or ours could not
+    write back: kept, it would make every later save of ``topics.json`` fail."""
+    TopicConfig.from_object(Fields(config, f"topic {name}"))  # the Java types of the known fields
+    fastjson.dumps(fastjson.Bean(config))  # everything else it carries, as the store will write it
+
+
+def _check_storable_version(version: DataVersion) -> None:
+    stamps = (version.timestamp, version.counter, version.state_version)
+    if not all(-(1 << 63) <= stamp < 1 << 63 for stamp in stamps):
+        raise CodecError(f"the master's dataVersion {stamps} does not fit Java's long")

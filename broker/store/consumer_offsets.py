@@ -3,6 +3,11 @@
 The file maps ``"topic@group"`` to ``{queueId: offset}`` with bare integer keys, as fastjson writes the
 Java ``ConcurrentMap<Integer, Long>``: ``{"offsetTable":{"TopicTest@g1":{0:12,1:3}}}``. An Apache broker
 can load our file and we load its.
+
+The whole table is one file, so one entry Java could not hold (a queue id beyond an ``int``, an offset beyond
+a ``long``) would make every later write of it fail, or make the file one Apache cannot load: such a value is
+refused when it is committed, and skipped with a log line wherever else it could come from (a file, a
+master's table), so that it never stops the other groups' offsets from being saved.
 """
 
 from __future__ import annotations
@@ -21,9 +26,43 @@ log = logging.getLogger("broker.store.consumer_offsets")
 FILE_NAME = "consumerOffset.json"
 _SEPARATOR = "@"
 
+#: Java's ``Integer`` (queue ids) and ``Long`` (offsets).
+_INT_MIN, _INT_MAX = -(1 << 31), (1 << 31) - 1
+_LONG_MIN, _LONG_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _storable(queue_id: object, offset: object) -> bool:
+    """Whether the entry is one Java's ``ConcurrentMap<Integer, Long>`` holds (and fastjson writes)."""
+    return (
+        type(queue_id) is int
+        and type(offset) is int
+        and _INT_MIN <= queue_id <= _INT_MAX
+        and _LONG_MIN <= offset <= _LONG_MAX
+    )
+
 
 def _now_ms() -> int:
     return time.time_ns() // 1_000_000
+
+
+def _entry(queue_id: object, offset: object) -> tuple[int, int] | None:
+    """A read entry as numbers (digit strings too, as Java reads them), or None when Java could not hold
+    it."""
+    if not isinstance(queue_id, int | str) or not isinstance(offset, int | str):
+        return None
+    if isinstance(queue_id, bool) or isinstance(offset, bool):
+        return None
+    try:
+        entry = int(queue_id), int(offset)
+    except ValueError:
+        return None
+    return entry if _storable(*entry) else None
+
+
+def _queue_order(entry: tuple[object, object]) -> tuple[int, int]:
+    """Queue ids in numeric order; anything else (never saved) after them."""
+    queue_id = entry[0]
+    return (0, queue_id) if type(queue_id) is int else (1, 0)
 
 
 class ConsumerOffsetStore:
@@ -49,12 +88,17 @@ class ConsumerOffsetStore:
                         continue
                     offsets: dict[int, int] = {}
                     for queue_id, offset in queues.items():
-                        try:
-                            offsets[int(queue_id)] = int(offset)
-                        except (TypeError, ValueError):
+                        entry = _entry(queue_id, offset)
+                        if entry is None:
                             log.warning("skipping malformed offset %r=%r of %s", queue_id, offset, key)
+                        else:
+                            offsets[entry[0]] = entry[1]
                     table[key] = offsets
             version = DataVersion.from_json(parsed.get("dataVersion"))
+            stamps = (version.timestamp, version.counter, version.state_version)
+            if not all(_LONG_MIN <= stamp <= _LONG_MAX for stamp in stamps):
+                log.warning("%s: dataVersion %r is beyond Java's long: starting a new one", self.path, stamps)
+                version = DataVersion()
         else:
             version = DataVersion()
         with self._lock:
@@ -63,14 +107,32 @@ class ConsumerOffsetStore:
             self._dirty = False
 
     def persist(self) -> None:
+        """Write the table; an entry Java could not hold is left out (with a log line), never the rest.
+
+        A failed write raises, and leaves the table marked dirty so that the next periodic save tries again.
+        """
         with self._lock:
             snapshot = {key: dict(queues) for key, queues in self._table.items()}
             version = self.data_version.to_json()
             self._dirty = False
         body: dict[fastjson.JsonKey, fastjson.JsonValue] = {}
         for key, queues in snapshot.items():
-            body[key] = {queue_id: offset for queue_id, offset in sorted(queues.items())}
-        save_json_config(self.path, fastjson.Bean({"dataVersion": version, "offsetTable": body}))
+            if not isinstance(key, str):
+                log.error("not saving the offsets under the key %r: not a topic@group name", key)
+                continue
+            kept: dict[fastjson.JsonKey, fastjson.JsonValue] = {}
+            for queue_id, offset in sorted(queues.items(), key=_queue_order):
+                if _storable(queue_id, offset):
+                    kept[queue_id] = offset
+                else:
+                    log.error("not saving the offset %r=%r of %s: Java cannot hold it", queue_id, offset, key)
+            body[key] = kept
+        try:
+            save_json_config(self.path, fastjson.Bean({"dataVersion": version, "offsetTable": body}))
+        except BaseException:
+            with self._lock:
+                self._dirty = True
+            raise
 
     def persist_if_dirty(self) -> bool:
         if not self._dirty:
@@ -79,6 +141,13 @@ class ConsumerOffsetStore:
         return True
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """Record a group's offset; raises :class:`ValueError` (and logs) for a queue id that is no Java
+        ``int`` or an offset that is no Java ``long``, which would poison the file."""
+        if not _storable(queue_id, offset):
+            log.warning(
+                "refusing the offset %r=%r of %s@%s: Java cannot hold it", queue_id, offset, topic, group
+            )
+            raise ValueError(f"offset {offset!r} of queue {queue_id!r} is outside Java's int/long range")
         key = f"{topic}{_SEPARATOR}{group}"
         with self._lock:
             queues = self._table.setdefault(key, {})
@@ -94,7 +163,14 @@ class ConsumerOffsetStore:
             for key, queues in table.items():
                 if _SEPARATOR not in key:
                     continue
-                self._table[key] = {int(queue_id): int(offset) for queue_id, offset in queues.items()}
+                offsets: dict[int, int] = {}
+                for queue_id, offset in queues.items():
+                    entry = _entry(queue_id, offset)
+                    if entry is None:
+                        log.warning("skipping offset %r=%r of %s from a peer's table", queue_id, offset, key)
+                    else:
+                        offsets[entry[0]] = entry[1]
+                self._table[key] = offsets
             if table:
                 self._dirty = True
                 self.data_version.bump(self._clock())
