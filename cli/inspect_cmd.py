@@ -13,6 +13,7 @@ from rich.console import Console
 
 from cli.errors import CliError, friendly
 from rocketmq_wire.errors import CodecError
+from rocketmq_wire.javatext import printable
 
 if TYPE_CHECKING:
     from rocketmq_wire import RemotingCommand
@@ -111,11 +112,15 @@ def inspect(
                 "fields": cmd.fields(),
                 "body_length": len(cmd.body),
             }
-            out.print_json(json.dumps(record, ensure_ascii=False))
+            text = json.dumps(record, ensure_ascii=False)
+            if printable(text) is text:
+                out.print_json(text)
+            else:  # a lone surrogate (a JSON peer may send "\ud800"): written as that escape, JSON still
+                out.print_json(data=record, ensure_ascii=True)
             continue
-        fields = ", ".join(f"{k}={v}" for k, v in cmd.fields().items())
+        fields = printable(", ".join(f"{k}={v}" for k, v in cmd.fields().items()))
         table.add_row(
-            ident,
+            printable(ident),
             _kind(cmd),
             f"{cmd.code} {cmd.code_name}",
             str(cmd.opaque),

@@ -13,6 +13,7 @@ mqadmin aliases) first.
 from __future__ import annotations
 
 import copy
+import io
 import os
 import sys
 from collections.abc import Callable, Sequence
@@ -215,7 +216,16 @@ def app_for(args: Sequence[str]) -> typer.Typer:
     return only(args[0]) or app
 
 
+def _escape_unencodable_output() -> None:
+    """Text from the network may hold what the terminal's encoding cannot show (a lone UTF-16 surrogate a
+    JSON peer sent as ``"\\ud800"``): write it as a backslash escape instead of failing on it."""
+    for stream in (sys.stdout, sys.stderr):
+        if isinstance(stream, io.TextIOWrapper):
+            stream.reconfigure(errors="backslashreplace")
+
+
 def main() -> None:
+    _escape_unencodable_output()
     app_for(sys.argv[1:])()
 
 
