@@ -43,6 +43,12 @@ def refused_on_slave(broker: Broker, request: RemotingCommand) -> RemotingComman
     return None
 
 
+#: The most queues a topic may have on this broker. Apache sets no bound, but every reader of a route (its
+#: Java clients' rebalancing, this broker's topic statistics) walks each queue: a topic of 2^31 queues, one
+#: hostile request away, would stall them all. The project refuses more than this.
+MAX_QUEUE_NUMS = 1 << 16
+
+
 class UpdateAndCreateTopicProcessor:
     def __init__(self, broker: Broker) -> None:
         self._broker = broker
@@ -60,10 +66,17 @@ class UpdateAndCreateTopicProcessor:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
             )
+        queue_nums = (int(header.read_queue_nums or 0), int(header.write_queue_nums or 0))
+        if not all(0 <= count <= MAX_QUEUE_NUMS for count in queue_nums):
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"readQueueNums and writeQueueNums must lie in [0, {MAX_QUEUE_NUMS}], "
+                f"not {queue_nums[0]} and {queue_nums[1]}",
+            )
         config = TopicConfig(
             topic_name=topic,
-            read_queue_nums=int(header.read_queue_nums or 0),
-            write_queue_nums=int(header.write_queue_nums or 0),
+            read_queue_nums=queue_nums[0],
+            write_queue_nums=queue_nums[1],
             perm=int(header.perm or 0),
             topic_filter_type=str(header.topic_filter_type),
             topic_sys_flag=int(header.topic_sys_flag or 0),

@@ -48,3 +48,14 @@ async def test_a_topic_creation_the_broker_cannot_save_is_refused(
         monkeypatch.undo()
         assert (await client.create_topic("Saved")).code == ResponseCode.SUCCESS
         assert broker.topic_exists("Saved")
+
+
+async def test_a_topic_of_more_queues_than_anyone_can_walk_is_refused(tmp_path: Path) -> None:
+    """Found by the fuzz run: a topic created with 2^31-1 write queues made the next GET_TOPIC_STATS_INFO
+    walk every one of them on the event loop, and the broker stopped answering."""
+    async with running_broker(tmp_path / "store") as broker, BrokerClient(broker.address) as client:
+        answer = await client.create_topic("Huge", queues=2**31 - 1)
+        assert answer.code == ResponseCode.SYSTEM_ERROR
+        assert "must lie in [0, 65536]" in (answer.remark or "")
+        assert not broker.topic_exists("Huge")
+        assert (await client.create_topic("Wide", queues=1024)).code == ResponseCode.SUCCESS
