@@ -76,6 +76,9 @@ class StoreConfig:
     disk_space_clean_forcibly_ratio: float = 0.85
     disk_space_warning_level_ratio: float = 0.90
     clean_file_forcibly_enable: bool = True
+    #: Consume-queue files kept open at once, the least recently used closed first (0: a quarter of the
+    #: process's descriptor limit, at most 1,024), so 10^5 queues run within a 4,096-descriptor limit.
+    max_open_consume_queue_files: int = 0
     delete_files_batch_max: int = 10
     os_page_cache_busy_timeout_ms: int = 1000
     broker_role: BrokerRole = BrokerRole.ASYNC_MASTER

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from broker.store.config import CONSUME_QUEUE_ENTRY_SIZE
-from broker.store.segment import SMALL_RESERVE_AHEAD, maps_hold_no_descriptor
+from broker.store.segment import SMALL_RESERVE_AHEAD, OpenFileCache, maps_hold_no_descriptor
 from broker.store.segment_queue import SegmentQueue
 from rocketmq_wire.javahash import java_string_hash
 
@@ -56,9 +56,23 @@ class CqEntry:
 
 
 class ConsumeQueue:
-    """Entries of one queue; offsets in the public methods count entries, never bytes."""
+    """Entries of one queue; offsets in the public methods count entries, never bytes.
 
-    def __init__(self, root: Path, topic: str, queue_id: int, entries_per_file: int) -> None:
+    Its files are opened on demand in ``open_files``, the cache of open consume-queue files the queues of
+    a store share (:class:`~broker.store.queue_table.QueueTable` passes its own); a queue made without one
+    gets a cache of its own. Every method but :meth:`flush` is the owner's, called one at a time (the
+    store's lock); :meth:`flush` may run on another thread meanwhile.
+    """
+
+    def __init__(
+        self,
+        root: Path,
+        topic: str,
+        queue_id: int,
+        entries_per_file: int,
+        *,
+        open_files: OpenFileCache | None = None,
+    ) -> None:
         self.topic = topic
         self.queue_id = queue_id
         self.entries_per_file = entries_per_file
@@ -67,6 +81,7 @@ class ConsumeQueue:
             entries_per_file * CONSUME_QUEUE_ENTRY_SIZE,
             mapped=maps_hold_no_descriptor(),
             reserve_ahead=SMALL_RESERVE_AHEAD,
+            open_files=open_files if open_files is not None else OpenFileCache(),
         )
         self._min_byte = 0
 
@@ -80,7 +95,8 @@ class ConsumeQueue:
 
         Only the newest files can hold a partly written tail; older ones were full before the next began.
         Within a file entries are written front to back, so "valid" holds for a prefix and the end is
-        found by bisection instead of reading files that are mostly zeros.
+        found by bisection instead of reading files that are mostly zeros. The files read are opened
+        through the cache like any other use, so recovering many queues keeps within its bound.
         """
         segments = self._files.segments
         if not segments:

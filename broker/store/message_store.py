@@ -74,6 +74,8 @@ _STALE_LOCK_MS = 10_000_000
 _SLOW_LOCK_WARN_MS = 500
 #: Settings :meth:`MessageStore.reconfigure` may change while the store runs: read afresh on every use.
 _LIVE_SETTINGS = frozenset({"os_page_cache_busy_timeout_ms"})
+#: Errors of a flush that never reached an fsync: no descriptor could be had to sync a closed file with.
+_OUT_OF_DESCRIPTORS = frozenset({errno.EMFILE, errno.ENFILE})
 #: After a failed dispatch, appends and reads try it again at most this often (seconds): each try re-reads
 #: the commit log from the first record not dispatched, and a full disk fails them all alike.
 _DISPATCH_RETRY_S = 0.1
@@ -181,7 +183,11 @@ class MessageStore:
         self._dispatched = _Dispatched(self)
         self._checkpoint_lock = threading.Lock()
         self._commit_log = CommitLog(self.root / "commitlog", self.config.commit_log_segment_size)
-        self._queues = QueueTable(self.root / "consumequeue", self.config.consume_queue_entries_per_file)
+        self._queues = QueueTable(
+            self.root / "consumequeue",
+            self.config.consume_queue_entries_per_file,
+            max_open_files=self.config.max_open_consume_queue_files or None,
+        )
         self._index: IndexService | None = None
         if self.config.message_index_enable:
             self._index = IndexService(
@@ -420,6 +426,8 @@ class MessageStore:
         try:
             return flush()
         except OSError as exc:
+            if exc.errno in _OUT_OF_DESCRIPTORS:
+                raise  # no file could be opened to sync: nothing was lost, the next period tries again
             if self._sync_error is None:
                 self._sync_error = exc
             self.health.raise_fault(Fault.FSYNC_FAILED, f"{what}: {exc}")

@@ -12,21 +12,30 @@ import os
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.store.segment import RESERVE_AHEAD, Segment, parse_segment_name
+from broker.store.segment import RESERVE_AHEAD, OpenFileCache, Segment, parse_segment_name
 
 log = logging.getLogger("broker.store.segment_queue")
 
 
 class SegmentQueue:
     def __init__(
-        self, directory: Path, segment_size: int, *, mapped: bool = False, reserve_ahead: int = RESERVE_AHEAD
+        self,
+        directory: Path,
+        segment_size: int,
+        *,
+        mapped: bool = False,
+        reserve_ahead: int = RESERVE_AHEAD,
+        open_files: OpenFileCache | None = None,
     ) -> None:
         """``mapped``: the files are written through maps, their disk blocks reserved ``reserve_ahead``
-        bytes at a time (see :mod:`broker.store.segment`)."""
+        bytes at a time (see :mod:`broker.store.segment`). ``open_files``: the files are opened on demand
+        in that cache, shared with other queues (consume queues); without it each file stays open while
+        it lives (the commit log)."""
         self.directory = directory
         self.segment_size = segment_size
         self._mapped = mapped
         self._reserve_ahead = reserve_ahead
+        self._open_files = open_files
         self._segments: list[Segment] = []
         #: fsync calls issued so far (group commit is judged by how few it needs).
         self.sync_count = 0
@@ -38,6 +47,9 @@ class SegmentQueue:
     def load(self) -> None:
         """Open every segment file in the directory; write positions are left at "full" for recovery to fix.
 
+        With a cache of open files, "open" is a check of each file's size: the cache opens a file when it
+        is first read or written, so loading thousands of queues takes no descriptors.
+
         A gap in the sequence (a file missing in the middle) would make global offsets ambiguous, so only
         the run of consecutive files ending at the newest is kept; anything older than a gap is ignored
         with a warning, which is what retention would have done to it anyway.
@@ -45,13 +57,15 @@ class SegmentQueue:
         if not self.directory.is_dir():
             return
         found: list[tuple[int, Path]] = []
-        for entry in self.directory.iterdir():
-            start = parse_segment_name(entry.name)
-            if start is None or not entry.is_file():
-                continue
-            if start % self.segment_size != 0:
-                raise ValueError(f"segment {entry} does not start on a {self.segment_size}-byte boundary")
-            found.append((start, entry))
+        with os.scandir(self.directory) as entries:  # file types come with the listing: no stat each
+            for entry in entries:
+                start = parse_segment_name(entry.name)
+                if start is None or not entry.is_file():
+                    continue
+                path = self.directory / entry.name
+                if start % self.segment_size != 0:
+                    raise ValueError(f"segment {path} does not start on a {self.segment_size}-byte boundary")
+                found.append((start, path))
         found.sort()
         first = 0
         for i in range(len(found) - 1, 0, -1):
@@ -61,7 +75,12 @@ class SegmentQueue:
                 break
         for start, path in found[first:]:
             segment = Segment.open_existing(
-                path, start, self.segment_size, mapped=self._mapped, reserve_ahead=self._reserve_ahead
+                path,
+                start,
+                self.segment_size,
+                mapped=self._mapped,
+                reserve_ahead=self._reserve_ahead,
+                files=self._open_files,
             )
             segment.write_position = segment.size
             segment.flushed_position = segment.size
@@ -112,7 +131,12 @@ class SegmentQueue:
             start = start_if_empty - start_if_empty % self.segment_size
         self.directory.mkdir(parents=True, exist_ok=True)
         segment = Segment.create(
-            self.directory, start, self.segment_size, mapped=self._mapped, reserve_ahead=self._reserve_ahead
+            self.directory,
+            start,
+            self.segment_size,
+            mapped=self._mapped,
+            reserve_ahead=self._reserve_ahead,
+            files=self._open_files,
         )
         self._segments.append(segment)
         return segment
