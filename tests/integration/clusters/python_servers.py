@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from tests.integration.clusters import configs
@@ -54,6 +54,45 @@ def start_namesrv(launch: Launch, profile: str = NAMESRV_PROFILE) -> NamesrvEndp
     return NamesrvEndpoint(addr, "python")
 
 
+def broker_argv(
+    config: Path,
+    store: str,
+    namesrv_addr: str,
+    settings: Mapping[str, str],
+    *,
+    port: int,
+    host: str = "127.0.0.1",
+    broker_ip: str = "127.0.0.1",
+    extra: Sequence[str] = (),
+) -> list[str]:
+    """``rmq broker`` (as ``python -m cli.main``) on ``config``, its options repeating what the file says
+    (they win over it): where it listens (``host``), the address it announces (``broker_ip``), its cluster
+    and name from ``settings``; ``extra`` options follow."""
+    return [
+        sys.executable,
+        "-m",
+        "cli.main",
+        "broker",
+        "--config",
+        str(config),
+        "--store",
+        store,
+        "--namesrv",
+        namesrv_addr,
+        "--host",
+        host,
+        "--broker-ip",
+        broker_ip,
+        "--port",
+        str(port),
+        "--cluster",
+        settings["brokerClusterName"],
+        "--broker-name",
+        settings["brokerName"],
+        *extra,
+    ]
+
+
 def start_broker(
     launch: Launch,
     namesrv_addr: str,
@@ -79,26 +118,5 @@ def start_broker(
         extra={"listenHost": "127.0.0.1", **(extra or {})},
     )
     config = configs.write_properties(launch.work_dir / f"{name}.conf", settings)
-    argv = [
-        sys.executable,
-        "-m",
-        "cli.main",
-        "broker",
-        "--config",
-        str(config),
-        "--store",
-        str(store),
-        "--namesrv",
-        namesrv_addr,
-        "--host",
-        "127.0.0.1",
-        "--broker-ip",
-        "127.0.0.1",
-        "--port",
-        str(port),
-        "--cluster",
-        settings["brokerClusterName"],
-        "--broker-name",
-        settings["brokerName"],
-    ]
+    argv = broker_argv(config, str(store), namesrv_addr, settings, port=port)
     return launch.process(name, argv, env=python_env(), cwd=REPO_ROOT, grace_s=GRACE_S)

@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 import time
 from collections.abc import Mapping, Sequence
 
 from tests.integration.clusters import configs
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.processes import ManagedProcess, ProcessId, free_port, is_gone, wait_until
-from tests.integration.clusters.python_servers import GRACE_S, REPO_ROOT, python_env
+from tests.integration.clusters.python_servers import GRACE_S, REPO_ROOT, broker_argv, python_env
 
 
 class RestartableBroker:
@@ -48,28 +47,7 @@ class RestartableBroker:
         config = configs.write_properties(launch.work_dir / "crash-broker.conf", settings)
         self.argv = [
             *wrapper,
-            sys.executable,
-            "-m",
-            "cli.main",
-            "broker",
-            "--config",
-            str(config),
-            "--store",
-            self.store,
-            "--namesrv",
-            namesrv,
-            "--host",
-            "127.0.0.1",
-            "--broker-ip",
-            "127.0.0.1",
-            "--port",
-            str(self.port),
-            "--cluster",
-            settings["brokerClusterName"],
-            "--broker-name",
-            settings["brokerName"],
-            "--flush",
-            flush,
+            *broker_argv(config, self.store, namesrv, settings, port=self.port, extra=["--flush", flush]),
         ]
         self.starts = 0
         self.current: ManagedProcess | None = None

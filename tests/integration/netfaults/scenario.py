@@ -147,28 +147,9 @@ def start_proxied_broker(launch: Launch, namesrv: str, port: int) -> ManagedProc
         extra={"listenHost": DIRECT_IP},
     )
     config = configs.write_properties(launch.work_dir / "broker-a.conf", settings)
-    argv = [
-        sys.executable,
-        "-m",
-        "cli.main",
-        "broker",
-        "--config",
-        str(config),
-        "--store",
-        str(store),
-        "--namesrv",
-        namesrv,
-        "--host",
-        DIRECT_IP,
-        "--broker-ip",
-        PROXIED_IP,
-        "--port",
-        str(port),
-        "--cluster",
-        CLUSTER_NAME,
-        "--broker-name",
-        BROKER_NAME,
-    ]
+    argv = python_servers.broker_argv(
+        config, str(store), namesrv, settings, port=port, host=DIRECT_IP, broker_ip=PROXIED_IP
+    )
     return launch.process(
         "broker-a",
         argv,
