@@ -60,6 +60,11 @@ EXIT_ORPHANED = 7
 #: failed to set up just now (a contended transport lock, seen in CI) as it reports any failure, and an
 #: immediate retry meets the same state.
 PULL_RETRY_PAUSE_S = 0.2
+# The C++ client's send_oneway only appends the frame to its connection's libevent output buffer; its I/O
+# thread writes it later, and shutdown closes the socket at once, dropping whatever is still buffered (seen in
+# CI: 2 of 3 oneway messages never reached the broker when the process exited 3 ms after connecting). A
+# program that exits right after oneway sends has to give that thread a moment, as this one does.
+ONEWAY_LINGER_S = 0.5
 
 BINDING_DIST = "rocketmq"
 BINDING_VERSION = "0.4.4"
@@ -647,6 +652,9 @@ def cmd_send(binding: Binding, args: argparse.Namespace, out: Output, progress: 
                 break
         else:
             progress.count += 1
+    if args.command == "send-oneway" and progress.count:
+        progress.stage = "linger"
+        time.sleep(ONEWAY_LINGER_S)
     return _finish(out, args, producer, progress, started, code)
 
 
