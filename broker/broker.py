@@ -133,7 +133,11 @@ class Broker:
         # Apache's TLS settings; None serves plain connections only (what tests and embedding want).
         self._listener = tls.listener() if tls is not None else (TlsMode.DISABLED, None)
         self.server = RemotingServer(
-            config.listen_host, config.listen_port, ssl=self._listener[1], tls_mode=self._listener[0]
+            config.listen_host,
+            config.listen_port,
+            ssl=self._listener[1],
+            tls_mode=self._listener[0],
+            **config.remoting_limits(),
         )
         to_namesrv = tls.client_context() if tls is not None and tls.server_client_uses_tls else None
         self._namesrv_client = RemotingClient(ssl=to_namesrv)
@@ -257,6 +261,7 @@ class Broker:
             self._handlers,
             self._connection_closed,
             self._listener,
+            config.remoting_limits(),
         )
         self.topic_config_manager.on_change(self._topics_changed)
         self._start_chores()
@@ -498,6 +503,10 @@ class Broker:
                 os_page_cache_busy_timeout_ms=self.config.os_page_cache_busy_time_out_mills
             )
         log.info("broker settings changed: %s", ", ".join(keys))
+        if "serverChannelMaxIdleTimeSeconds" in keys:  # Apache's applies to channels opened from then on
+            for server in (self.server, self._vip_server):
+                if server is not None:
+                    server.idle_timeout = self.config.server_channel_max_idle_time_seconds
         if "brokerPermission" in keys:
             self.topic_config_manager.routes_changed()
 

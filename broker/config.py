@@ -14,11 +14,12 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from broker.store import BrokerRole as BrokerRole  # re-exported: callers name it broker.config.BrokerRole
 from broker.store import FlushDiskType, StoreConfig
 from rocketmq_wire.bodies.properties_text import PropertiesBody
+from rocketmq_wire.transport.server import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_PER_CONNECTION
 
 log = logging.getLogger("broker.config")
 
@@ -36,6 +37,14 @@ def _setting(java: str, default: Any) -> Any:
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not settings")
     return dataclasses.field(default=default, metadata={_JAVA: java})
+
+
+class RemotingLimits(TypedDict):
+    """What a broker's :class:`~rocketmq_wire.transport.RemotingServer` is built with, by keyword name."""
+
+    idle_timeout: float
+    max_buffered_per_connection: int
+    max_buffered: int
 
 
 #: ``haMasterAddress`` only counts from this length on (Apache's check for a usable "host:port").
@@ -62,6 +71,16 @@ class BrokerConfig:
     register_name_server_period: int = _setting("registerNameServerPeriod", 30_000)
     register_broker_timeout_mills: int = _setting("registerBrokerTimeoutMills", 6000)
     broker_permission: int = _setting("brokerPermission", 6)
+    # the remoting server (Apache's NettyServerConfig): a connection that neither reads nor writes for this
+    # long is closed; 0 or less: never
+    server_channel_max_idle_time_seconds: int = _setting("serverChannelMaxIdleTimeSeconds", 120)
+    #: This project's own, no Apache equivalent: unsent bytes (answers a peer has not read) past which its
+    #: connection is no longer read until they drain below half; 0 or less: no bound.
+    server_channel_max_buffered_bytes: int = _setting(
+        "serverChannelMaxBufferedBytes", DEFAULT_MAX_BUFFERED_PER_CONNECTION
+    )
+    #: This project's own: the same over all connections of a port together; 0 or less: no bound.
+    server_max_buffered_bytes: int = _setting("serverMaxBufferedBytes", DEFAULT_MAX_BUFFERED)
     # replication (classic master/slave HA, broker/ha/): haListenPort 0 or less means listenPort + 1
     ha_send_heartbeat_interval: int = _setting("haSendHeartbeatInterval", 5000)
     ha_housekeeping_interval: int = _setting("haHousekeepingInterval", 20_000)
@@ -201,6 +220,14 @@ class BrokerConfig:
         if self.acl_file:
             return Path(self.acl_file)
         return Path(os.environ.get("ROCKETMQ_HOME", ".")) / "conf" / "plain_acl.yml"
+
+    def remoting_limits(self) -> RemotingLimits:
+        """What the remoting servers (the listen port and the VIP channel) are built with."""
+        return RemotingLimits(
+            idle_timeout=float(self.server_channel_max_idle_time_seconds),
+            max_buffered_per_connection=self.server_channel_max_buffered_bytes,
+            max_buffered=self.server_max_buffered_bytes,
+        )
 
     def delay_levels_ms(self) -> list[int]:
         """``messageDelayLevel`` parsed; level ``n`` (1-based) waits ``result[n - 1]`` ms."""

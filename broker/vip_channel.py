@@ -12,6 +12,7 @@ import logging
 import ssl
 from collections.abc import Mapping
 
+from broker.config import RemotingLimits
 from rocketmq_wire import RequestCode
 from rocketmq_wire.transport import ConnectionListener, Handler, RemotingServer
 from rocketmq_wire.transport.dispatch import RequestGate
@@ -35,11 +36,12 @@ async def start_vip_server(
     port: int,
     handlers: Mapping[int, tuple[Handler, RequestGate | None]],
     on_connection_closed: ConnectionListener,
-    tls: tuple[TlsMode, ssl.SSLContext | None] = (TlsMode.DISABLED, None),
+    tls: tuple[TlsMode, ssl.SSLContext | None],
+    limits: RemotingLimits,
 ) -> RemotingServer | None:
     """The VIP server serving ``handlers`` (but the pull ones), or None if its port cannot be bound; with
-    the main port's TLS mode and context."""
-    server = RemotingServer(host, port, ssl=tls[1], tls_mode=tls[0])
+    the main port's TLS mode and context and its idle timeout and buffer bounds (a budget of its own)."""
+    server = RemotingServer(host, port, ssl=tls[1], tls_mode=tls[0], **limits)
     for code, (handler, gate) in handlers.items():
         if code not in NOT_ON_VIP:
             server.register(code, handler, gate=gate)

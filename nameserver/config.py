@@ -10,6 +10,8 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 
+from rocketmq_wire.transport.server import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_PER_CONNECTION
+
 #: How long a broker stays routable without re-registering (``BROKER_CHANNEL_EXPIRED_TIME``).
 BROKER_CHANNEL_EXPIRED_MS = 120_000
 
@@ -48,6 +50,14 @@ class NamesrvConfig:
     enable_topic_list: bool = True
     #: 5.x: a full registration also removes the broker's topics it no longer lists.
     delete_topic_with_broker_registration: bool = False
+    #: Apache's ``NettyServerConfig`` (part of a NameServer's configuration there too): a connection that
+    #: neither reads nor writes for this long is closed; 0 or less: never.
+    server_channel_max_idle_time_seconds: int = 120
+    #: This project's own, no Apache equivalent: unsent bytes (answers a peer has not read) past which its
+    #: connection is no longer read until they drain below half; 0 or less: no bound.
+    server_channel_max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_PER_CONNECTION
+    #: This project's own: the same over all connections together; 0 or less: no bound.
+    server_max_buffered_bytes: int = DEFAULT_MAX_BUFFERED
 
     def items(self) -> Iterator[tuple[str, object]]:
         """``(javaName, value)`` for every setting, in declared order."""

@@ -56,7 +56,15 @@ class NameServer:
         self.processor = NamesrvProcessor(self.routes, self.kv, clock, self.config, profile)
         # Apache's TLS settings; None serves plain connections only (what tests and embedding want).
         mode, context = tls.listener() if tls is not None else (TlsMode.DISABLED, None)
-        self.remoting = RemotingServer(host, port, ssl=context, tls_mode=mode)
+        self.remoting = RemotingServer(
+            host,
+            port,
+            ssl=context,
+            tls_mode=mode,
+            idle_timeout=self.config.server_channel_max_idle_time_seconds,
+            max_buffered_per_connection=self.config.server_channel_max_buffered_bytes,
+            max_buffered=self.config.server_max_buffered_bytes,
+        )
         # Every NameServer request is a table lookup or update that never waits: answered inline.
         for code in self.processor.handlers:
             self.remoting.register_inline(code, self.processor.process)
@@ -122,6 +130,11 @@ class NameServer:
     async def _scan_periodically(self) -> None:
         while True:
             await asyncio.sleep(max(self.config.scan_not_active_broker_interval, 100) / 1000)
+            # UPDATE_NAMESRV_CONFIG may have changed the idle timeout: it applies from the next sweep on.
+            idle = float(self.config.server_channel_max_idle_time_seconds)
+            if idle != self.remoting.idle_timeout:
+                logger.info("connections idle for %g s are closed from now on", idle)
+                self.remoting.idle_timeout = idle
             try:
                 self.scan_not_active_brokers()
             except Exception:

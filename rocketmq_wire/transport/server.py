@@ -4,6 +4,12 @@ A role (NameServer, Broker) is a set of handlers on one :class:`RemotingServer`.
 a peer goes away (the NameServer expires a broker's routes when its channel closes; a broker forgets a
 client's subscriptions), and brokers send requests *to* connected clients over the same connection
 (CHECK_TRANSACTION_STATE, NOTIFY_CONSUMER_IDS_CHANGED): :meth:`RemotingServer.invoke` does that.
+
+A server must also outlive slow and hostile peers, so it closes connections idle for ``idle_timeout``
+seconds (Apache's ``serverChannelMaxIdleTimeSeconds``: a peer that sent half a frame and went silent would
+otherwise be kept forever), and bounds what it holds for peers that do not read their answers, per
+connection and in total (see :class:`~rocketmq_wire.transport.connection.BufferBudget`): past a bound it
+stops reading from them rather than growing.
 """
 
 from __future__ import annotations
@@ -18,7 +24,7 @@ from types import TracebackType
 
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.framing import MAX_FRAME_SIZE
-from rocketmq_wire.transport.connection import Connection
+from rocketmq_wire.transport.connection import BufferBudget, Connection
 from rocketmq_wire.transport.dispatch import (
     DEFAULT_MAX_IN_FLIGHT,
     Handler,
@@ -27,10 +33,24 @@ from rocketmq_wire.transport.dispatch import (
     RequestGate,
 )
 from rocketmq_wire.transport.listeners import ConnectionListener, ConnectionListeners
+from rocketmq_wire.transport.memory import release_freed_memory
 from rocketmq_wire.transport.opaque import OpaqueCounter
 from rocketmq_wire.transport.tls import TLS_HANDSHAKE_BYTE, TlsMode
 
 logger = logging.getLogger("rocketmq_wire.transport")
+
+#: Apache's ``serverChannelMaxIdleTimeSeconds`` default: a connection with no read and no write for this
+#: long is closed (0 or less: never).
+DEFAULT_IDLE_TIMEOUT_S = 120.0
+#: Unsent bytes (answers its peer has not read) past which a connection is no longer read, until they are
+#: below half of it; the same for the requests it has being handled (about 2,000 small ones). Four of the
+#: transport's 1 MiB high-water marks: a peer that keeps up never gets near.
+DEFAULT_MAX_BUFFERED_PER_CONNECTION = 4 * 1024 * 1024
+#: The same over all of a server's connections, for each of the two.
+DEFAULT_MAX_BUFFERED = 32 * 1024 * 1024
+#: The idle sweep looks at every connection this often, at most (a connection idle for the timeout is closed
+#: up to this late), and at least eight times per timeout.
+_SWEEP_MAX_INTERVAL_S = 5.0
 
 
 class RemotingServer:
@@ -41,6 +61,13 @@ class RemotingServer:
     server (a permissive one without ``ssl`` closes them); a disabled one (the default) serves plain
     connections only. See :class:`~rocketmq_wire.transport.dispatch.RequestDispatcher` for how requests
     become answers.
+
+    ``idle_timeout`` (seconds, 0 or less: none) closes connections that neither read nor wrote for that
+    long; one sweep per server looks at them, no timer per connection. ``max_buffered_per_connection`` and
+    ``max_buffered`` (bytes, 0 or less: none) bound, per connection and over all of them, each of: the
+    requests being handled (the dispatcher's count of them, besides ``max_in_flight``) and what is held for
+    peers that do not read their answers (unsent answers, partial frames). Past a bound, the connections
+    concerned are not read until they are back below half of it.
     """
 
     def __init__(
@@ -54,6 +81,9 @@ class RemotingServer:
         max_frame_size: int = MAX_FRAME_SIZE,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         backlog: int = 1024,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S,
+        max_buffered_per_connection: int = DEFAULT_MAX_BUFFERED_PER_CONNECTION,
+        max_buffered: int = DEFAULT_MAX_BUFFERED,
     ) -> None:
         self.host = host
         self._requested_port = port
@@ -63,13 +93,23 @@ class RemotingServer:
         self._max_frame_size = max_frame_size
         self._backlog = backlog
         self._opaques = OpaqueCounter()
-        self._dispatcher = RequestDispatcher(handlers, max_in_flight=max_in_flight)
+        self._dispatcher = RequestDispatcher(
+            handlers,
+            max_in_flight=max_in_flight,
+            max_in_flight_bytes=max_buffered_per_connection,
+            max_total_bytes=max_buffered,
+        )
         self._server: asyncio.Server | _SniffingListener | None = None
         self._connections: set[Connection] = set()
         self._opened = ConnectionListeners()
         self._closed_listeners = ConnectionListeners()
         self._port: int | None = None
         self._closing = False
+        self._idle_timeout = float(idle_timeout)
+        self._sweep_handle: asyncio.TimerHandle | None = None
+        self._max_buffered_per_connection = max_buffered_per_connection
+        self._budget = BufferBudget(max_buffered)
+        self._pressure_seen = 0  # times a bound was reached, as of the last memory release
 
     async def __aenter__(self) -> RemotingServer:
         await self.start()
@@ -129,6 +169,8 @@ class RemotingServer:
                 on_request=self._dispatcher,
                 on_open=self._accepted,
                 max_frame_size=self._max_frame_size,
+                max_buffered=self._max_buffered_per_connection,
+                budget=self._budget,
             ).protocol
 
         if self.tls_mode is TlsMode.DISABLED:
@@ -137,10 +179,23 @@ class RemotingServer:
             )
         else:
             self._server = await _SniffingListener.start(
-                self.host, self._requested_port, self._backlog, factory, self._ssl, self.tls_mode
+                self.host,
+                self._requested_port,
+                self._backlog,
+                factory,
+                self._ssl,
+                self.tls_mode,
+                self._first_byte_timeout,
             )
         self._port = self._server.sockets[0].getsockname()[1]
-        logger.info("remoting server listening on %s:%d (TLS %s)", self.host, self._port, self.tls_mode.value)
+        self._arm_sweep()
+        logger.info(
+            "remoting server listening on %s:%d (TLS %s), idle timeout %s",
+            self.host,
+            self._port,
+            self.tls_mode.value,
+            f"{self._idle_timeout:g} s" if self._idle_timeout > 0 else "none",
+        )
         return self._port
 
     @property
@@ -153,6 +208,31 @@ class RemotingServer:
     def address(self) -> str:
         """The listening socket as "host:port", for handing to clients."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def idle_timeout(self) -> float:
+        """Seconds without a read or a write after which a connection is closed (0 or less: never)."""
+        return self._idle_timeout
+
+    @idle_timeout.setter
+    def idle_timeout(self, seconds: float) -> None:
+        """Takes effect at once, for every connection (an operator's update of the setting)."""
+        self._idle_timeout = float(seconds)
+        if self._sweep_handle is not None:
+            self._sweep_handle.cancel()
+            self._sweep_handle = None
+        self._arm_sweep()
+
+    @property
+    def buffered_bytes(self) -> int:
+        """What the connections hold for their peers, as last measured: unsent answers of peers that fell
+        behind, partial frames, withheld requests. 0 when every peer keeps up."""
+        return self._budget.total
+
+    @property
+    def requests_bytes(self) -> int:
+        """What the requests being handled are counted as (see ``dispatch.REQUEST_COST``)."""
+        return self._dispatcher.in_flight_bytes
 
     @property
     def connections(self) -> frozenset[Connection]:
@@ -170,6 +250,9 @@ class RemotingServer:
         """Stop accepting, close every connection (aborting those that don't close within ``grace`` s),
         cancel handlers still running and wait for connection listeners; idempotent."""
         self._closing = True
+        if self._sweep_handle is not None:
+            self._sweep_handle.cancel()
+            self._sweep_handle = None
         server, self._server = self._server, None
         if server is not None:
             server.close()
@@ -209,10 +292,52 @@ class RemotingServer:
         logger.debug("connection from %s closed: %s", conn.remote_address, conn.close_reason)
         self._closed_listeners.fire(conn)
 
+    def _release_memory_after_pressure(self) -> None:
+        """Once a bound was reached and nothing is over one any more, give what the burst left to the system
+        (see :mod:`rocketmq_wire.transport.memory`): a server that outlived stalled peers should not keep
+        their footprint."""
+        seen = self._budget.times_over + self._dispatcher.times_over
+        if seen == self._pressure_seen or self._budget.over or self._dispatcher.over_total:
+            return
+        self._pressure_seen = seen
+        release_freed_memory()
 
-#: How long a new connection may stay silent before its first byte tells TLS from plain (Apache's
-#: ``serverChannelMaxIdleTimeSeconds`` closes an idle channel after as long).
-FIRST_BYTE_TIMEOUT_S = 120.0
+    def _first_byte_timeout(self) -> float | None:
+        return self._idle_timeout if self._idle_timeout > 0 else None
+
+    def _arm_sweep(self) -> None:
+        idle = self._idle_timeout
+        if idle <= 0 or self._server is None or self._sweep_handle is not None:
+            return
+        interval = min(idle / 8, _SWEEP_MAX_INTERVAL_S)
+        self._sweep_handle = asyncio.get_running_loop().call_later(interval, self._sweep)
+
+    def _sweep(self) -> None:
+        """Close the connections that neither read nor wrote for the idle timeout, as Apache's all-idle
+        ``IdleStateHandler`` does; one pass over the connections per interval, nothing per read or write
+        but a flag (see :meth:`Connection.idle_for`)."""
+        self._sweep_handle = None
+        idle = self._idle_timeout
+        if idle <= 0 or self._closing:
+            return
+        self._release_memory_after_pressure()
+        now = asyncio.get_running_loop().time()
+        stale = [(conn, quiet) for conn in self._connections if (quiet := conn.idle_for(now)) >= idle]
+        for conn, quiet in stale:
+            logger.warning(
+                "closing connection from %s: nothing read or written for %.1f s (idle timeout %g s)",
+                conn.remote_address,
+                quiet,
+                idle,
+            )
+            # Aborted, not closed: an orderly close would wait for a peer that may never read.
+            conn.abort(f"idle for {quiet:.1f} s")
+        self._arm_sweep()
+
+
+#: How long a new connection may stay silent before its first byte tells TLS from plain, when no idle timeout
+#: is given: the server's own idle timeout applies otherwise (Apache's idle handler covers that wait too).
+FIRST_BYTE_TIMEOUT_S = DEFAULT_IDLE_TIMEOUT_S
 
 
 class _SniffingListener:
@@ -226,11 +351,13 @@ class _SniffingListener:
         factory: Callable[[], asyncio.Protocol],
         ssl: ssl_module.SSLContext | None,
         mode: TlsMode,
+        first_byte_timeout: Callable[[], float | None] = lambda: FIRST_BYTE_TIMEOUT_S,
     ) -> None:
         self.sockets = [sock]
         self._factory = factory
         self._ssl = ssl
         self._mode = mode
+        self._first_byte_timeout = first_byte_timeout
         self._pending: set[asyncio.Task[None]] = set()
         self._accepting = asyncio.get_running_loop().create_task(self._accept_loop(), name="remoting-accept")
 
@@ -243,6 +370,7 @@ class _SniffingListener:
         factory: Callable[[], asyncio.Protocol],
         ssl: ssl_module.SSLContext | None,
         mode: TlsMode,
+        first_byte_timeout: Callable[[], float | None] = lambda: FIRST_BYTE_TIMEOUT_S,
     ) -> _SniffingListener:
         loop = asyncio.get_running_loop()
         infos = await loop.getaddrinfo(host or None, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE)
@@ -262,7 +390,7 @@ class _SniffingListener:
         except BaseException:
             sock.close()
             raise
-        return cls(sock, factory, ssl, mode)
+        return cls(sock, factory, ssl, mode, first_byte_timeout)
 
     async def _accept_loop(self) -> None:
         loop = asyncio.get_running_loop()
@@ -281,7 +409,7 @@ class _SniffingListener:
         loop = asyncio.get_running_loop()
         peer = _peer_name(conn)
         try:
-            first = await asyncio.wait_for(_peek_first_byte(conn), FIRST_BYTE_TIMEOUT_S)
+            first = await asyncio.wait_for(_peek_first_byte(conn), self._first_byte_timeout())
         except (TimeoutError, OSError) as exc:
             logger.info("connection from %s closed before its first byte: %s", peer, exc or "timed out")
             conn.close()

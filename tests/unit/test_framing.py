@@ -102,3 +102,23 @@ def test_random_split_of_golden_like_traffic() -> None:
         out += decoder.feed(stream[pos : pos + n])
         pos += n
     assert [c.opaque for c in out] == list(range(200))
+
+
+def test_frames_taken_one_at_a_time_leave_the_rest_as_bytes() -> None:
+    """push/next: a reader that stops part-way keeps the untaken frames as their bytes, in order."""
+    frames = [RemotingCommand(code=10, opaque=i, body=b"b" * i).encode() for i in range(5)]
+    decoder = FrameDecoder()
+    decoder.push(b"".join(frames) + frames[0][:3])
+    first = decoder.next()
+    assert first is not None and first.opaque == 0
+    assert decoder.buffered == sum(map(len, frames[1:])) + 3
+    decoder.push(frames[0][3:])  # completes a sixth frame behind the four waiting
+    rest = []
+    while (cmd := decoder.next()) is not None:
+        rest.append(cmd.opaque)
+    assert rest == [1, 2, 3, 4, 0] and decoder.buffered == 0
+    decoder.push(b"\x00\x00\x00\x02ab")
+    with pytest.raises(CodecError):
+        decoder.next()
+    with pytest.raises(CodecError):
+        decoder.push(b"more")
