@@ -18,10 +18,7 @@ import importlib
 import logging
 import os
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from typing import TYPE_CHECKING, Protocol, TypeVar, cast
-
-if TYPE_CHECKING:
-    from rocketmq_wire.header_fields import HeaderFields
+from typing import Protocol, TypeVar, cast
 
 _log = logging.getLogger(__name__)
 
@@ -114,9 +111,8 @@ class Speedups(Protocol):
         /,
     ) -> bytes | None: ...
 
-    def decode_binary_fields(self, data: bytes, context: tuple[object, ...], /) -> HeaderFields | None: ...
-
-    def decode_json_fields(self, data: bytes, context: tuple[object, ...], /) -> HeaderFields | None: ...
+    # decode_binary_fields and decode_json_fields are typed in rocketmq_wire.header_speedups: they build the
+    # HeaderFields record, which sits above this module.
 
     def encode_command(self, command: object, /) -> bytes | None: ...
 

@@ -19,11 +19,11 @@ import json
 import re
 from collections.abc import Iterable
 
-from rocketmq_wire.accel import speedups as _c
 from rocketmq_wire.codes import LanguageCode
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.fastjson import dump_str
 from rocketmq_wire.header_fields import INT32_MAX, INT32_MIN, HeaderFields
+from rocketmq_wire.header_speedups import header_speedups as _c
 from rocketmq_wire.javahash import _KNOWN_CAPACITIES, ExtFields, infer_capacity
 from rocketmq_wire.javatext import JAVA_UTF8
 
