@@ -25,11 +25,9 @@ from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 
 from admin import Admin, TopicNotFoundError
+from tests.integration.cpp_peer import runner
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
-if str(REPO_ROOT) not in sys.path:
-    sys.path.append(str(REPO_ROOT))
-from tests.integration.cpp_peer import runner  # noqa: E402
 
 _NAMESRV_UP = re.compile(r"NameServer .*listening on (\S+:\d+)")
 _BROKER_UP = re.compile(r"serving on (\S+:\d+)")

@@ -8,7 +8,7 @@ shares an event loop or a GIL with the broker; ``--address`` measures a broker t
 (this project's or Apache's; add ``--namesrv`` to measure the C++ client too), ``--in-process`` runs the
 broker in this process for profiling.
 
-    .venv/bin/python benchmarks/broker.py [--seconds 5] [--sizes 100,1024] [--in-flight 1,16,64,256]
+    .venv/bin/python -m benchmarks.broker [--seconds 5] [--sizes 100,1024] [--in-flight 1,16,64,256]
                                            [--repeat 3] [--cpp-messages 3000] [--flush ASYNC|SYNC]
                                            [--address host:port [--namesrv host:port]] [--skip-cpp]
 
@@ -33,12 +33,8 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-# This script is named like the package it measures: run as a script, its own folder comes first on the
-# import path and would shadow the package. Drop that entry before importing it.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
 from admin import Admin
+from benchmarks import _cpp
 from broker import Broker
 from broker.testing import config_for_tests
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -48,9 +44,6 @@ from rocketmq_wire.message import const
 from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.message.properties import encode_properties
 from rocketmq_wire.transport import Connection, RemotingClient
-
-sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the packages: for _cpp only
-import _cpp
 
 TOPIC = "BrokerBench"
 QUEUES = 8

@@ -1,6 +1,6 @@
 """Encode+decode throughput of a SEND_MESSAGE_V2 request with a 1 KiB body, JSON and ROCKETMQ headers.
 
-Run: ``.venv/bin/python benchmarks/codec.py [--seconds 1] [--rounds 5]``. Measures, on one core, the
+Run: ``.venv/bin/python -m benchmarks.codec [--seconds 1] [--rounds 5]``. Measures, on one core, the
 pure-Python codec and the C accelerator (``rocketmq_wire.accel``; skipped if it is not built) in the same
 run, against the plain stdlib baseline (``json.dumps`` + ``json.loads`` of an equivalent dict: what any
 Python codec pays at least for JSON). Each figure is measured ``--rounds`` times and its best and median

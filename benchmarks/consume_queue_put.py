@@ -1,6 +1,6 @@
 """``ConsumeQueue.put`` per entry: what the send path pays for each message's 20-byte consume-queue entry.
 
-    .venv/bin/python benchmarks/consume_queue_put.py [--entries 200000] [--rounds 5] [--dir /tmp]
+    .venv/bin/python -m benchmarks.consume_queue_put [--entries 200000] [--rounds 5] [--dir /tmp]
 
 Consume-queue files are opened on demand and kept in a bounded cache of open files (see
 :mod:`broker.store.segment`); a write to a file the cache holds must cost no more than it did when every
@@ -19,16 +19,11 @@ from __future__ import annotations
 
 import argparse
 import inspect
-import os
-import sys
 import tempfile
 import time
 from pathlib import Path
 
 # Run as a script, this folder comes first on the import path, and its broker.py would shadow the package.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
 from broker.store.queue_table import QueueTable
 
 

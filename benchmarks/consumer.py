@@ -1,7 +1,7 @@
 """Consumer throughput: messages per second through the project's PushConsumer and through Apache's C++
 PushConsumer (the ``tests/integration/cpp_peer`` runner), in the same run, from the same broker.
 
-    .venv/bin/python benchmarks/consumer.py [--messages 20000] [--body-size 100] [--queues 8] [--skip-cpp]
+    .venv/bin/python -m benchmarks.consumer [--messages 20000] [--body-size 100] [--queues 8] [--skip-cpp]
 
 A NameServer and the project's Broker run in this process, on a thread and event loop of their own, on a
 temporary store; the topic is pre-filled with N messages. Each consumer then joins a fresh group (reading
@@ -19,7 +19,6 @@ import argparse
 import asyncio
 import contextlib
 import logging
-import os
 import sys
 import tempfile
 import threading
@@ -28,10 +27,6 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-# This script is named like the package it measures: run as a script, its own folder comes first on the
-# import path and would shadow the package. Drop that entry before importing it.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
 from consumer import ConsumerConfig, ConsumeStatus, MessageExt, PushConsumer
 from consumer.testing import LocalCluster
 from producer import Message, Producer, ProducerConfig
@@ -128,8 +123,6 @@ async def python_rate(namesrv: str, count: int, workers: int) -> tuple[float, fl
 
 def cpp_rate(namesrv: str, count: int) -> tuple[float, float]:
     """(messages per second, seconds) of the C++ PushConsumer, from its ``ready`` line to its N-th message."""
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.append(str(REPO_ROOT))
     from tests.integration.cpp_peer import runner
 
     reason = runner.binding_unavailable_reason()

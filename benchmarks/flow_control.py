@@ -6,12 +6,12 @@ busy 2-core machine (another process using one core), where the broker answers S
 Each run writes to a new topic; a run fails when ``save()`` raises. After the runs, the messages the broker
 holds are counted: every successful run's rows once, a failed run's acknowledged rows at most.
 
-    .venv/bin/python benchmarks/flow_control.py [--setup binaries-4.9.7] [--runs 20] [--rows 500]
+    .venv/bin/python -m benchmarks.flow_control [--setup binaries-4.9.7] [--runs 20] [--rows 500]
         [--partitions 4] [--wait-ms 200] [--no-busy-core]
 
-To measure another version of the connector and producer (e.g. before a change), put its checkout first on
-the import path: ``PYTHONPATH=/path/to/checkout .venv/bin/python benchmarks/flow_control.py``; Spark's
-Python workers inherit it. The script prints which ``producer`` package it used.
+To measure another version of the connector and producer (e.g. before a change), run the module from the
+root of that checkout, with this script copied in: the current folder comes first on the import path, and
+Spark's Python workers inherit it. The script prints which ``producer`` package it used.
 """
 
 from __future__ import annotations
@@ -26,12 +26,7 @@ import tempfile
 import time
 from pathlib import Path
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    del sys.path[0]  # this folder's producer.py / broker.py would shadow the packages
-sys.path.append(os.path.dirname(_HERE))  # the repository root: tests.integration starts Apache's servers
-sys.path.append(_HERE)  # after the packages: for _clusters only
-from _clusters import busy_core, create_topic, provider_cluster, stored_count, update_brokers  # noqa: E402
+from benchmarks._clusters import busy_core, create_topic, provider_cluster, stored_count, update_brokers
 
 #: Apache's (and the project's broker's) default ``waitTimeMillsInSendQueue``.
 APACHE_DEFAULT_WAIT_MS = 200

@@ -1,6 +1,6 @@
 """fdatasync after small appends to a file written through a map, by how far the file is written.
 
-    .venv/bin/python benchmarks/fsync_maps.py [--size-mib 64] [--step-mib 8] [--append 5000] [--dir /tmp]
+    .venv/bin/python -m benchmarks.fsync_maps [--size-mib 64] [--step-mib 8] [--append 5000] [--dir /tmp]
 
 The store writes commit-log, consume-queue and index files through shared maps and, under SYNC_FLUSH,
 fdatasyncs the commit log every few KiB (one group commit). Each row appends ``--append`` bytes at a time

@@ -1,6 +1,6 @@
 """Long fuzz runs against the project's NameServer and Broker, with the engine of the unit test's short one.
 
-    .venv/bin/python benchmarks/fuzz_servers.py [--seed 1] [--frames 100000] [--connections 8]
+    .venv/bin/python -m benchmarks.fuzz_servers [--seed 1] [--frames 100000] [--connections 8]
                                                 [--timeout 5] [--servers namesrv,broker] [--log-level ERROR]
 
 Both servers run in this process on loopback (the broker on a temporary store, registered with the
@@ -18,7 +18,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
-import os
 import sys
 import tempfile
 import time
@@ -26,18 +25,11 @@ from pathlib import Path
 
 # This folder holds scripts named like the packages they measure: run as a script, it would come first on
 # the import path and shadow them. Drop it, and make the repository (for ``tests``) importable instead.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    del sys.path[0]
-_REPO = os.path.dirname(_HERE)
-if _REPO not in sys.path:
-    sys.path.append(_REPO)
-
-from broker.testing import running_broker  # noqa: E402
-from nameserver import NameServer, NamesrvConfig  # noqa: E402
-from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode  # noqa: E402
-from rocketmq_wire.transport import RemotingClient, RemotingError  # noqa: E402
-from tests import server_fuzz  # noqa: E402
+from broker.testing import running_broker
+from nameserver import NameServer, NamesrvConfig
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.transport import RemotingClient, RemotingError
+from tests import server_fuzz
 
 ROUND = 10_000
 

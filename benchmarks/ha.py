@@ -10,7 +10,7 @@ messages/s (best and median of ``--rounds``), the slave's lag in bytes (largest 
 and how long the slave took to hold everything after the last acknowledgement; then the project/Apache
 ratios.
 
-    .venv/bin/python benchmarks/ha.py [--release 4.9.7] [--messages 20000] [--size 1024]
+    .venv/bin/python -m benchmarks.ha [--release 4.9.7] [--messages 20000] [--size 1024]
                                       [--in-flight 64] [--rounds 2]
 """
 
@@ -20,23 +20,17 @@ import argparse
 import asyncio
 import dataclasses
 import logging
-import os
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    del sys.path[0]  # this folder's producer.py / broker.py would shadow the packages
-sys.path.append(os.path.dirname(_HERE))  # the repository root: tests.integration starts the servers
-
-from admin import Admin  # noqa: E402
-from producer import Message, Producer, SendStatus  # noqa: E402
-from tests.integration.apache.releases import ApacheRelease, full_releases  # noqa: E402
-from tests.integration.clusters.providers import java_unavailable, start_cluster  # noqa: E402
-from tests.integration.clusters.replication import (  # noqa: E402
+from admin import Admin
+from producer import Message, Producer, SendStatus
+from tests.integration.apache.releases import ApacheRelease, full_releases
+from tests.integration.clusters.providers import java_unavailable, start_cluster
+from tests.integration.clusters.replication import (
     Pair,
     commit_log_ends,
     pair_spec,

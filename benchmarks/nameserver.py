@@ -1,6 +1,6 @@
 """GET_ROUTEINFO_BY_TOPIC answered per second by the NameServer over loopback.
 
-Run: ``.venv/bin/python benchmarks/nameserver.py [--seconds 3] [--in-flight 64] [--topics 100]``. Starts a
+Run: ``.venv/bin/python -m benchmarks.nameserver [--seconds 3] [--in-flight 64] [--topics 100]``. Starts a
 NameServer on 127.0.0.1 in the same event loop, registers one broker with ``--topics`` topics, then keeps
 ``--in-flight`` route requests outstanding on one RemotingClient connection (as a busy Java client does)
 for ``--seconds`` and prints the answers per second. Client and server share one core, so the figure is a
@@ -11,15 +11,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import os
-import sys
 import time
 import zlib
-
-# This script is named like the package it measures: run as a script, its own folder comes first on the
-# import path and would shadow the package. Drop that entry before importing it.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
 
 from nameserver.server import NameServer
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode

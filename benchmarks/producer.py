@@ -1,7 +1,7 @@
 """Producer throughput: sync, pipelined (N sends in flight) and batch messages per second, 100 B and 1 KiB,
 of the project's producer and of Apache's C++ producer (PyPI ``rocketmq`` 0.4.4), in the same run.
 
-    .venv/bin/python benchmarks/producer.py [--messages 3000] [--repeat 3] [--namesrv host:port | --loopback]
+    .venv/bin/python -m benchmarks.producer [--messages 3000] [--repeat 3] [--namesrv host:port | --loopback]
 
 Without ``--namesrv`` the project's NameServer and Broker are started as child processes (``rmq namesrv`` /
 ``rmq broker`` on free loopback ports, a temporary store), so neither producer shares a GIL with the broker;
@@ -23,7 +23,6 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
-import os
 import statistics
 import sys
 import tempfile
@@ -31,20 +30,13 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 
-# This script is named like the package it measures: run as a script, its own folder comes first on the
-# import path and would shadow the package. Drop that entry before importing it.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
-
+from benchmarks import _cpp
 from producer import Message, Producer, ProducerConfig
 from rocketmq_wire.bodies.route import BrokerData, QueueData, TopicRouteData
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
 from rocketmq_wire.transport import Connection, RemotingServer
-
-sys.path.append(os.path.dirname(os.path.abspath(__file__)))  # after the packages: for _cpp only
-import _cpp
 
 
 @contextlib.asynccontextmanager

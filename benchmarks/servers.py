@@ -1,7 +1,7 @@
 """The project's NameServer and Broker against Apache's, under the same loads from the same clients: one
 table of figures and ratios (project / Apache).
 
-    .venv/bin/python benchmarks/servers.py [--release 4.9.7] [--warmup 30] [--seconds 5] [--repeat 3]
+    .venv/bin/python -m benchmarks.servers [--release 4.9.7] [--warmup 30] [--seconds 5] [--repeat 3]
                                            [--sizes 100,1024] [--flush ASYNC,SYNC] [--messages 20000]
                                            [--memory-messages 1000000] [--memory-topics 10000]
                                            [--sides project,apache] [--loads ingest,delivery,namesrv,memory]
@@ -93,34 +93,27 @@ import uuid
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    del sys.path[0]  # this folder's producer.py / broker.py / consumer.py would shadow the packages
-sys.path.append(os.path.dirname(_HERE))  # the repository root: tests.integration starts the servers
-sys.path.append(_HERE)  # after the packages: for _clusters only
-
-import _clusters  # noqa: E402
-
-from admin import Admin, TopicNotFoundError  # noqa: E402
-from consumer import ConsumeStatus, MessageExt, PullConsumer, PushConsumer  # noqa: E402
-from producer import Message, Producer, ProducerError, SendStatus  # noqa: E402
-from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode  # noqa: E402
-from rocketmq_wire.headers.namesrv import GetRouteInfoRequestHeader  # noqa: E402
-from rocketmq_wire.transport import RemotingClient  # noqa: E402
-from tests.integration.apache import jvm  # noqa: E402
-from tests.integration.apache import servers as apache_servers  # noqa: E402
-from tests.integration.apache.releases import ApacheRelease, full_releases, releases  # noqa: E402
-from tests.integration.clusters import python_servers  # noqa: E402
-from tests.integration.clusters.launch import Launch  # noqa: E402
-from tests.integration.clusters.model import BROKER_NAME, CLUSTER_NAME, ProviderUnavailable  # noqa: E402
-from tests.integration.clusters.probe import wait_for_broker_sync  # noqa: E402
-from tests.integration.clusters.providers import (  # noqa: E402
+from admin import Admin, TopicNotFoundError
+from benchmarks import _clusters
+from consumer import ConsumeStatus, MessageExt, PullConsumer, PushConsumer
+from producer import Message, Producer, ProducerError, SendStatus
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.headers.namesrv import GetRouteInfoRequestHeader
+from rocketmq_wire.transport import RemotingClient
+from tests.integration.apache import jvm
+from tests.integration.apache import servers as apache_servers
+from tests.integration.apache.releases import ApacheRelease, full_releases, releases
+from tests.integration.clusters import python_servers
+from tests.integration.clusters.launch import Launch
+from tests.integration.clusters.model import BROKER_NAME, CLUSTER_NAME, ProviderUnavailable
+from tests.integration.clusters.probe import wait_for_broker_sync
+from tests.integration.clusters.providers import (
     JAVA_REGISTER_S,
     PYTHON_REGISTER_S,
     java_unavailable,
 )
-from tests.integration.cpp_peer.runner import PeerFailed  # noqa: E402
-from tests.integration.java_peer.build import JavaClient  # noqa: E402
+from tests.integration.cpp_peer.runner import PeerFailed
+from tests.integration.java_peer.build import JavaClient
 
 SIDES = ("project", "apache")
 LOADS = ("ingest", "delivery", "namesrv", "memory")

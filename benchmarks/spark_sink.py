@@ -11,7 +11,7 @@ size to the same topic:
 * sink: ``df.write.format("rocketmq")`` from a ``local[parallelism]`` session with as many partitions,
   ``max.in.flight`` = ``--in-flight`` (timed around ``save()``, after a warm-up job).
 
-    .venv/bin/python benchmarks/spark_sink.py [--setup python] [--messages 50000] [--size 100]
+    .venv/bin/python -m benchmarks.spark_sink [--setup python] [--messages 50000] [--size 100]
                                                [--parallelism 2] [--in-flight 64] [--batch-size 1]
 
 Prints messages/s of both and their ratio; the target is a sink at 0.8 x the raw producer or better.
@@ -24,7 +24,6 @@ import asyncio
 import logging
 import multiprocessing
 import multiprocessing.synchronize
-import os
 import sys
 import tempfile
 import time
@@ -33,12 +32,7 @@ from typing import Any
 
 # Run as a script, this folder comes first on the import path, and its producer.py / broker.py benchmarks
 # would shadow the packages of those names: drop that entry before anything imports them.
-_HERE = os.path.dirname(os.path.abspath(__file__))
-if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
-    del sys.path[0]
-sys.path.append(os.path.dirname(_HERE))  # the repository root: tests.integration starts the servers
-sys.path.append(_HERE)  # after the packages: for _clusters only
-from _clusters import create_topic, provider_cluster, stored_count  # noqa: E402
+from benchmarks._clusters import create_topic, provider_cluster, stored_count
 
 TOPIC = "SparkSinkBench"
 QUEUES = 8

@@ -1,7 +1,7 @@
 """The broker's memory while peers that never read their answers (and peers that stall mid-frame) are
 connected, and after they are gone.
 
-    .venv/bin/python benchmarks/stalled_peers.py [--unread 40] [--requests 4000] [--stalled 40]
+    .venv/bin/python -m benchmarks.stalled_peers [--unread 40] [--requests 4000] [--stalled 40]
                                                  [--stalled-bytes 512] [--settle 5] [--set KEY=VALUE ...]
                                                  [--tree DIR]
 
@@ -32,10 +32,6 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-
-# This folder would shadow nothing here, but keep the import path as the other benchmarks keep it.
-if sys.path and os.path.abspath(sys.path[0] or ".") == os.path.dirname(os.path.abspath(__file__)):
-    del sys.path[0]
 
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.transport import RemotingClient
