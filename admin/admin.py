@@ -30,7 +30,7 @@ from admin.namesrv import WritePermChange
 from admin.rpc import AdminRpc
 from admin.rt import BrokerRt, SendCredentials, SendRtReport
 from admin.stats import TopicGroupStats
-from producer.namesrv import parse_namesrv_list
+from client.namesrv import parse_namesrv_list
 from rocketmq_wire.bodies import (
     AclInfo,
     BrokerStatsData,

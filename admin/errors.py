@@ -2,11 +2,13 @@
 
 A server that answered with a failure code is a different situation from one that could not be reached,
 and "no such topic / message / online group" is usually an answer to show rather than a fault, so each has
-its own class under :class:`AdminError`.
+its own class under :class:`AdminError`, which is a :class:`client.errors.ClientError` like every client
+failure.
 """
 
 from __future__ import annotations
 
+from client.errors import ClientError
 from rocketmq_wire.codes import ResponseCode
 
 
@@ -17,7 +19,7 @@ def _code_name(code: int) -> str:
         return str(code)
 
 
-class AdminError(Exception):
+class AdminError(ClientError):
     """Base of every admin failure; its message is meant to be shown to a user as it is."""
 
 

@@ -2,9 +2,9 @@
 NameServers and turns transport failures into :class:`~admin.errors.UnreachableError`.
 
 Connections, NameServer fail-over and route look-ups are those of a client instance of its own
-(:mod:`producer.instance`, as Java's admin has its own ``MQClientInstance``): one NameServer at a time,
-moving on when it cannot be reached. Signing and stamping are the producer's RPC layer too, so a request is
-signed exactly the way the producer signs it.
+(:mod:`client.instance`, as Java's admin has its own ``MQClientInstance``): one NameServer at a time,
+moving on when it cannot be reached. Signing and stamping are the client core's (``client.rpc``), so a
+request is signed exactly the way a producer or consumer signs it.
 """
 
 from __future__ import annotations
@@ -15,10 +15,9 @@ import ssl as ssl_module
 from collections.abc import Callable, Sequence
 
 from admin.errors import AdminError, RequestRefusedError, UnreachableError
-from producer.config import ProducerConfig
-from producer.errors import NoRouteError, ProducerError
-from producer.identity import client_id, default_instance_name, local_ip
-from producer.instance import ClientInstance, InstanceSettings, Member, MemberKind, join_instance
+from client.errors import ClientError, RouteRefusedError
+from client.instance import ClientInstance, join_standalone
+from client.settings import ClientSettings
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.codes import ResponseCode, SerializeType
 from rocketmq_wire.command import RemotingCommand
@@ -31,11 +30,33 @@ logger = logging.getLogger("admin.rpc")
 ADMIN_EXT_GROUP = "admin_ext_group"
 
 
+def admin_settings(
+    timeout_ms: float,
+    *,
+    access_key: str | None = None,
+    secret_key: str | None = None,
+    security_token: str | None = None,
+    ssl: ssl_module.SSLContext | None = None,
+    serialize_type: SerializeType = SerializeType.JSON,
+) -> ClientSettings:
+    """The admin's client settings: every request, NameServer look-ups included, waits ``timeout_ms``; the
+    rest (version, timers, a fresh instance name of its own) are the client defaults."""
+    return ClientSettings(
+        access_key=access_key,
+        secret_key=secret_key,
+        security_token=security_token,
+        ssl=ssl,
+        serialize_type=serialize_type,
+        request_timeout_ms=timeout_ms,
+        namesrv_timeout_ms=timeout_ms,
+    )
+
+
 class AdminRpc:
     """Requests to NameServers and brokers over the admin's own client instance.
 
     As Java's admin, it has a client instance of its own (an instance name made for it, so never a
-    producer's or consumer's), going through the same :class:`~producer.instance.ClientInstance` as they do:
+    producer's or consumer's), going through the same :class:`~client.instance.ClientInstance` as they do:
     its connections and NameServer client are the instance's. It registers no producer or consumer group, so
     the instance sends no heartbeat.
     """
@@ -52,32 +73,17 @@ class AdminRpc:
         rng: random.Random | None = None,
         serialize_type: SerializeType = SerializeType.JSON,
     ) -> None:
-        if (access_key is None) != (secret_key is None):
-            raise ValueError("access_key and secret_key go together")
-        self.timeout_ms = timeout_ms
-        self.namesrv_addrs = list(namesrv_addrs)
-        config = ProducerConfig(
+        settings = admin_settings(
+            timeout_ms,
             access_key=access_key,
             secret_key=secret_key,
             security_token=security_token,
             ssl=ssl,
-            namesrv_timeout_ms=timeout_ms,
             serialize_type=serialize_type,
         )
-        settings = InstanceSettings(
-            rpc=config,
-            request_timeout_ms=timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms,
-            poll_namesrv_interval_ms=config.poll_namesrv_interval_ms,
-        )
-        self._member = Member(MemberKind.ADMIN, ADMIN_EXT_GROUP)
-        self._instance = join_instance(
-            client_id(local_ip(), default_instance_name()),
-            self.namesrv_addrs,
-            settings,
-            self._member,
-            rng=rng or random.Random(),
-        )
+        self.timeout_ms = timeout_ms
+        self.namesrv_addrs = list(namesrv_addrs)
+        self._instance, self._member = join_standalone(self.namesrv_addrs, settings, ADMIN_EXT_GROUP, rng=rng)
         self.client = self._instance.remoting
         self._rpc = self._instance.rpc
         self._namesrv = self._instance.namesrv
@@ -93,16 +99,16 @@ class AdminRpc:
         """The topic's route from the first NameServer that answers; ``None`` when none knows the topic."""
         try:
             return await self._namesrv.get_route(topic)
-        except NoRouteError as exc:
+        except RouteRefusedError as exc:
             raise AdminError(str(exc)) from exc
-        except ProducerError as exc:
+        except ClientError as exc:
             raise UnreachableError(str(exc)) from exc
 
     async def namesrv(self, cmd: RemotingCommand) -> RemotingCommand:
         """Ask one NameServer, moving to the next while they cannot be reached."""
         try:
             return await self._namesrv.invoke(cmd)
-        except ProducerError as exc:
+        except ClientError as exc:
             raise UnreachableError(str(exc)) from exc
 
     async def every_namesrv(

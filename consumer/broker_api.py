@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import logging
 
+from client.rpc import ClientRpc
 from consumer import commands
 from consumer.errors import BrokerError, ConsumerError, OffsetNotFoundError
 from consumer.fetch import PullResult, parse_pull_response
-from producer.rpc import ProducerRpc
 from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
 from rocketmq_wire.bodies.lock import LockBatchResponseBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
@@ -39,7 +39,7 @@ def _expect_success(response: RemotingCommand, addr: str) -> RemotingCommand:
 class BrokerApi:
     """The broker requests of one consumer, over its own client (``rpc`` signs and stamps them)."""
 
-    def __init__(self, rpc: ProducerRpc, *, timeout_ms: float, version: int) -> None:
+    def __init__(self, rpc: ClientRpc, *, timeout_ms: float, version: int) -> None:
         self._rpc = rpc
         self._timeout_ms = timeout_ms
         self.version = version

@@ -1,7 +1,7 @@
 """One consumer's link to the cluster: its membership of the client instance of its client id.
 
 The connections, NameServer client, broker table, route refresh and heartbeats belong to the
-:class:`~producer.instance.ClientInstance` (Java's ``MQClientInstance``), shared with every producer and
+:class:`~client.instance.ClientInstance` (Java's ``MQClientInstance``), shared with every producer and
 consumer of the same client id on the event loop: one heartbeat lists every group of the client id, one
 connection per broker carries all their requests. What stays here is the consumer's own part: its readable
 queues per subscribed topic (``ConsumerRoutes``), its broker requests stamped with its own settings
@@ -17,50 +17,19 @@ import random
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
+from client.errors import DuplicateGroupError
+from client.identity import client_id, default_instance_name, resolve_ip
+from client.instance import ClientInstance, Member, MemberKind, join_instance
 from consumer.broker_api import BrokerApi
 from consumer.config import ConsumerConfig
 from consumer.errors import BrokerNotFoundError, ConsumerStateError
 from consumer.routes import ConsumerRoutes
-from producer.config import ProducerConfig
-from producer.identity import check_ip, client_id, default_instance_name, local_ip
-from producer.instance import (
-    ClientInstance,
-    DuplicateGroupError,
-    InstanceSettings,
-    Member,
-    MemberKind,
-    join_instance,
-)
 from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.transport import Handler, RemotingClient
 
 logger = logging.getLogger("consumer.client")
-
-
-def rpc_settings(config: ConsumerConfig) -> ProducerConfig:
-    """The settings the shared request stamper (``ProducerRpc``) reads: serialization, version, ACL; and, for
-    an instance this consumer creates, TLS and the NameServer timeout."""
-    return ProducerConfig(
-        access_key=config.access_key,
-        secret_key=config.secret_key,
-        security_token=config.security_token,
-        ssl=config.ssl,
-        namesrv_timeout_ms=config.request_timeout_ms,
-        serialize_type=config.serialize_type,
-        version=config.version,
-    )
-
-
-def instance_settings(config: ConsumerConfig) -> InstanceSettings:
-    """What a consumer decides for a client instance it is the first member of."""
-    return InstanceSettings(
-        rpc=rpc_settings(config),
-        request_timeout_ms=config.request_timeout_ms,
-        heartbeat_interval_ms=config.heartbeat_interval_ms,
-        poll_namesrv_interval_ms=config.poll_namesrv_interval_ms,
-    )
 
 
 class ConsumerClient:
@@ -100,9 +69,9 @@ class ConsumerClient:
 
         Raises :class:`ConsumerStateError` when a consumer of the same group is already on that instance.
         """
-        config = self.config
-        ip = check_ip(config.client_ip) if config.client_ip else local_ip()
-        instance_name = config.instance_name or self._default_instance or default_instance_name()
+        settings = self.config.client_settings()
+        ip = resolve_ip(settings.client_ip)
+        instance_name = settings.instance_name or self._default_instance or default_instance_name()
         member = Member(
             MemberKind.CONSUMER,
             self.group,
@@ -115,7 +84,7 @@ class ConsumerClient:
             instance = join_instance(
                 client_id(ip, instance_name),
                 self.namesrv_addrs,
-                instance_settings(config),
+                settings,
                 member,
                 rng=self._rng,
             )
@@ -125,9 +94,9 @@ class ConsumerClient:
         self.client_id = instance.client_id
         self._routes = ConsumerRoutes(instance, self._rng)
         self._api = BrokerApi(
-            instance.member_rpc(rpc_settings(config)),
-            timeout_ms=config.request_timeout_ms,
-            version=config.version,
+            instance.member_rpc(settings),
+            timeout_ms=settings.request_timeout_ms,
+            version=settings.version,
         )
 
     async def close(self) -> None:

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import dataclasses
 
-from producer.heartbeat import heartbeat_body, heartbeat_request
-from producer.heartbeat import unregister_request as unregister_request  # UNREGISTER_CLIENT, one group
+from client.heartbeat import heartbeat_body, heartbeat_request
+from client.heartbeat import unregister_request as unregister_request  # UNREGISTER_CLIENT, one group
 from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
@@ -191,7 +191,7 @@ def send_back_request(
 
 def consumer_heartbeat_body(client_id: str, consumer: ConsumerData | None, version: int) -> bytes:
     """The heartbeat of a client instance running one consumer group and no producer (Java's instance also
-    lists its inner producer group); the instance builds it with ``producer.heartbeat.heartbeat_body``."""
+    lists its inner producer group); the instance builds it with ``client.heartbeat.heartbeat_body``."""
     return heartbeat_body(client_id, [], [] if consumer is None else [consumer], version)
 
 

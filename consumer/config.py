@@ -11,6 +11,7 @@ import dataclasses
 import enum
 import ssl as ssl_module
 
+from client.settings import ClientSettings
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, MessageModel
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.command import DEFAULT_VERSION
@@ -57,7 +58,7 @@ class ConsumerConfig:
     #: Timeout of one request to a NameServer, and of the small requests to brokers (offsets, locks...).
     request_timeout_ms: float = 3000
     #: Java's ``enableMsgTrace``: the push consumer writes ``SubBefore``/``SubAfter`` trace records, sent
-    #: asynchronously by an internal producer (``producer.trace``).
+    #: asynchronously by an internal producer (``producer.trace``, ``client.trace``).
     enable_msg_trace: bool = False
     #: Java's ``customizedTraceTopic``; ``RMQ_SYS_TRACE_TOPIC`` when unset.
     trace_topic: str | None = None
@@ -164,6 +165,24 @@ class ConsumerConfig:
             raise ValueError("broker_suspend_max_ms must be shorter than consumer_timeout_when_suspend_ms")
         if (self.access_key is None) != (self.secret_key is None):
             raise ValueError("access_key and secret_key go together")
+
+    def client_settings(self) -> ClientSettings:
+        """What the client core needs of these settings: ``request_timeout_ms`` bounds NameServer requests
+        and, for an instance this consumer creates, its heartbeats and unregistration."""
+        return ClientSettings(
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            security_token=self.security_token,
+            ssl=self.ssl,
+            serialize_type=self.serialize_type,
+            version=self.version,
+            instance_name=self.instance_name,
+            client_ip=self.client_ip,
+            request_timeout_ms=self.request_timeout_ms,
+            namesrv_timeout_ms=self.request_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            poll_namesrv_interval_ms=self.poll_namesrv_interval_ms,
+        )
 
     def concurrent_max_reconsume_times(self) -> int:
         """Java's ``getMaxReconsumeTimes`` for concurrent consumption: -1 means 16."""

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from client.namesrv import parse_namesrv_list
 from consumer.client import ConsumerClient
 from consumer.config import ConsumerConfig
 from consumer.errors import ConsumerError, ConsumerStateError
@@ -27,7 +28,6 @@ from consumer.positioning import compute_pull_offset
 from consumer.puller import Puller
 from consumer.stats import ConsumerStats
 from consumer.subscription import SubscriptionTable
-from producer.namesrv import parse_namesrv_list
 from rocketmq_wire.bodies.consumer import ResetOffsetBody
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue

@@ -1,9 +1,12 @@
-"""Consumer exceptions, split by what a caller can do about them."""
+"""Consumer exceptions, split by what a caller can do about them; every one is a
+:class:`client.errors.ClientError` too."""
 
 from __future__ import annotations
 
+from client.errors import ClientError
 
-class ConsumerError(Exception):
+
+class ConsumerError(ClientError):
     """Base of every consumer failure."""
 
 

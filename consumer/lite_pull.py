@@ -24,6 +24,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from client.timers import run_periodically
 from consumer import commands, direct, running_info
 from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
 from consumer.config import AllocateStrategyName, ConsumerConfig
@@ -33,7 +34,6 @@ from consumer.lite_fetcher import LiteFetcher, PolledBatch
 from consumer.offset_store import ReadOffsetType
 from consumer.positioning import consume_from_where, timestamp_ms
 from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
-from producer.timers import run_periodically
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.running_info import PROP_CONSUMER_START_TIMESTAMP, ConsumerRunningInfo

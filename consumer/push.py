@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from client.timers import run_periodically
+from client.trace import TraceDispatcher
 from consumer import commands, direct, running_info
 from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
 from consumer.config import AllocateStrategyName, ConsumerConfig
@@ -40,9 +42,7 @@ from consumer.queue_reader import QueueReader, ReaderHooks
 from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
 from consumer.subscription import tag_filter
 from consumer.trace import traced_handler
-from producer.config import ProducerConfig
-from producer.timers import run_periodically
-from producer.trace import TraceDispatcher
+from producer import ProducerConfig, start_trace_dispatcher
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.running_info import (
@@ -523,26 +523,25 @@ class PushConsumer:
         config = self._core.config
         if not config.enable_msg_trace:
             return
-        tracer = TraceDispatcher(
-            self._core.namesrv_addresses,
-            self._core.wire_group,
-            trace_topic=config.trace_topic,
-            config=ProducerConfig(
-                access_key=config.access_key,
-                secret_key=config.secret_key,
-                security_token=config.security_token,
-                ssl=config.ssl,
-                client_ip=config.client_ip,
-                serialize_type=config.serialize_type,
-                version=config.version,
-            ),
+        carrier = ProducerConfig(  # the trace producer reaches the cluster as this consumer does
+            access_key=config.access_key,
+            secret_key=config.secret_key,
+            security_token=config.security_token,
+            ssl=config.ssl,
+            client_ip=config.client_ip,
+            serialize_type=config.serialize_type,
+            version=config.version,
         )
         try:
-            await tracer.start()
+            self._tracer = await start_trace_dispatcher(
+                self._core.namesrv_addresses,
+                self._core.wire_group,
+                owner=self,
+                trace_topic=config.trace_topic,
+                config=carrier,
+            )
         except Exception as exc:  # tracing never keeps the consumer from working
             logger.warning("group %s: no message trace, its dispatcher failed: %s", self._core.group, exc)
-        else:
-            self._tracer = tracer
 
     async def _stop_tracer(self) -> None:
         tracer, self._tracer = self._tracer, None

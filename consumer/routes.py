@@ -2,7 +2,7 @@
 
 A producer writes to *write* queues and may fall back on the auto-create route for an unknown topic; a
 consumer reads *read* queues and must never invent a topic, so it keeps its own table (Java's
-``topicSubscribeInfoTable``), fed by its client instance (``producer.instance``), whose route and broker
+``topicSubscribeInfoTable``), fed by its client instance (``client.instance``), whose route and broker
 tables it shares with every producer and consumer of its client id.
 """
 
@@ -12,15 +12,15 @@ import logging
 import random
 from typing import TYPE_CHECKING
 
+from client.errors import ClientError
 from consumer.allocate import sorted_queues
 from consumer.errors import ConsumerError
-from producer.errors import ProducerError
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
 from rocketmq_wire.perm import is_readable
 
 if TYPE_CHECKING:
-    from producer.instance import ClientInstance
+    from client.instance import ClientInstance
 
 logger = logging.getLogger("consumer.routes")
 
@@ -95,7 +95,7 @@ class ConsumerRoutes:
         """
         try:
             route = await self._instance.fetch_route(topic)
-        except ProducerError as exc:
+        except ClientError as exc:
             raise ConsumerError(f"no route for topic {topic}: {exc}") from exc
         self.on_route(topic, route)
         return self.queues(topic)

@@ -1,6 +1,6 @@
 """Consume traces, as Apache's ``ConsumeMessageTraceHookImpl``: a ``SubBefore`` record per message before
 the listener runs and a ``SubAfter`` record (success, cost, ``ConsumeReturnType``) after it, sharing one
-request id; queued on a :class:`producer.trace.TraceDispatcher`, so the listener never waits for them."""
+request id; queued on a :class:`client.trace.TraceDispatcher`, so the listener never waits for them."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from client.trace import TraceDispatcher, now_ms
 from consumer.listener import ConsumeStatus
-from producer.trace import TraceDispatcher, now_ms
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message import const as props
 from rocketmq_wire.topics import DEFAULT_REGION

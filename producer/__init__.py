@@ -8,18 +8,19 @@ drop-in for the official Python client's producer API::
         result = await producer.send(Message("Orders", b"...", tags="created", keys=["order-42"]))
         await producer.send(Message("Orders", b"..."), sharding_key="customer-7")  # ordered per customer
 
-Modules: ``config`` (settings, Java's defaults), ``sender`` (requests and responses, no I/O), ``routes`` and
-``namesrv`` (cluster metadata), ``instance`` (the client instance -- connections, routes, heartbeats --
-that the producers and consumers of one client id share, as Java's ``MQClientInstance``), ``fault``
-(latency-based broker avoidance), ``flow_control`` (busy brokers: backoff and resending), ``heartbeat``,
-``selectors`` (ordered sends), ``transaction``, ``blocking``, ``compat``, ``trace`` (message trace:
-``enable_msg_trace=True`` writes a ``Pub`` record per sent message, and the transaction producer
-``EndTransaction`` records, to ``RMQ_SYS_TRACE_TOPIC`` or ``trace_topic``, as Java's
-``enableMsgTrace``/``customizedTraceTopic``; format in ``rocketmq_wire.trace``).
+Modules: ``config`` (settings, Java's defaults), ``sender`` (requests and responses, no I/O), ``routes``
+(publish routes per topic), ``fault`` (latency-based broker avoidance), ``flow_control`` (busy brokers:
+backoff and resending), ``selectors`` (ordered sends), ``transaction``, ``blocking``, ``compat``, ``trace``
+(message trace: ``enable_msg_trace=True`` writes a ``Pub`` record per sent message, and the transaction
+producer ``EndTransaction`` records, to ``RMQ_SYS_TRACE_TOPIC`` or ``trace_topic``, as Java's
+``enableMsgTrace``/``customizedTraceTopic``, through an internal producer; format in ``rocketmq_wire.trace``).
+What every client shares -- the client instance (connections, routes, heartbeats) that the producers and
+consumers of one client id share as Java's ``MQClientInstance``, the NameServer client, request signing, the
+trace dispatcher -- is the :mod:`client` package; ``ClientInstance``, ``join_instance`` and
+``TraceDispatcher`` are re-exported here as they always were.
 
 The names above are loaded on first use, so that importing one module of the package (``producer.config``,
-``producer.errors``, ``producer.instance``: the admin client and the consumers need those) does not import
-every producer.
+``producer.errors``) does not import every producer.
 """
 
 from __future__ import annotations
@@ -28,11 +29,14 @@ import importlib
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from client.instance import ClientInstance, join_instance
+    from client.trace import TraceDispatcher
     from producer.blocking import BlockingProducer, BlockingTransactionProducer
     from producer.config import ProducerConfig
     from producer.errors import (
         BrokerBusyError,
         BrokerError,
+        DuplicateGroupError,
         MessageTooLargeError,
         MessageValidationError,
         NoRouteError,
@@ -41,9 +45,8 @@ if TYPE_CHECKING:
         SendFailedError,
         SendTimeoutError,
     )
-    from producer.flow_control import BusyAnswer
-    from producer.instance import ClientInstance, DuplicateGroupError, join_instance
-    from producer.producer import Producer
+    from producer.flow_control import BusyAnswer, BusyListener
+    from producer.producer import Producer, start_trace_dispatcher
     from producer.result import (
         LocalTransactionState,
         MessageQueue,
@@ -52,7 +55,6 @@ if TYPE_CHECKING:
         TransactionSendResult,
     )
     from producer.selectors import QueueSelector, select_by_hash, select_random
-    from producer.trace import TraceDispatcher
     from producer.transaction import LocalTransactionExecutor, TransactionChecker, TransactionProducer
     from rocketmq_wire.message import Message, MessageExt
 
@@ -70,11 +72,13 @@ _EXPORTS = {
     "ProducerStateError": "producer.errors",
     "SendFailedError": "producer.errors",
     "SendTimeoutError": "producer.errors",
+    "DuplicateGroupError": "producer.errors",
     "BusyAnswer": "producer.flow_control",
-    "ClientInstance": "producer.instance",
-    "DuplicateGroupError": "producer.instance",
-    "join_instance": "producer.instance",
+    "BusyListener": "producer.flow_control",
+    "ClientInstance": "client.instance",
+    "join_instance": "client.instance",
     "Producer": "producer.producer",
+    "start_trace_dispatcher": "producer.producer",
     "LocalTransactionState": "producer.result",
     "MessageQueue": "producer.result",
     "SendResult": "producer.result",
@@ -83,7 +87,7 @@ _EXPORTS = {
     "QueueSelector": "producer.selectors",
     "select_by_hash": "producer.selectors",
     "select_random": "producer.selectors",
-    "TraceDispatcher": "producer.trace",
+    "TraceDispatcher": "client.trace",
     "LocalTransactionExecutor": "producer.transaction",
     "TransactionChecker": "producer.transaction",
     "TransactionProducer": "producer.transaction",
@@ -97,6 +101,7 @@ __all__ = [
     "BrokerBusyError",
     "BrokerError",
     "BusyAnswer",
+    "BusyListener",
     "ClientInstance",
     "DuplicateGroupError",
     "LocalTransactionExecutor",
@@ -123,6 +128,7 @@ __all__ = [
     "join_instance",
     "select_by_hash",
     "select_random",
+    "start_trace_dispatcher",
 ]
 
 

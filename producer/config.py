@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import ssl as ssl_module
 
+from client.settings import ClientSettings
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.command import DEFAULT_VERSION
 from rocketmq_wire.topics import AUTO_CREATE_TOPIC
@@ -73,7 +74,7 @@ class ProducerConfig:
     client_ip: str | None = None
 
     #: Java's ``enableMsgTrace``: write a trace record (``Pub``, ``EndTransaction``) for every send, sent
-    #: asynchronously by an internal producer (``producer.trace``).
+    #: asynchronously by an internal producer (``producer.trace``, ``client.trace``).
     enable_msg_trace: bool = False
     #: Java's ``customizedTraceTopic``; ``RMQ_SYS_TRACE_TOPIC`` when unset.
     trace_topic: str | None = None
@@ -95,3 +96,21 @@ class ProducerConfig:
             raise ValueError("default_topic_queue_nums must be positive")
         if (self.access_key is None) != (self.secret_key is None):
             raise ValueError("access_key and secret_key go together")
+
+    def client_settings(self) -> ClientSettings:
+        """What the client core needs of these settings. Heartbeats and unregistration of an instance a
+        producer creates wait as long as a send may (as they always did)."""
+        return ClientSettings(
+            access_key=self.access_key,
+            secret_key=self.secret_key,
+            security_token=self.security_token,
+            ssl=self.ssl,
+            serialize_type=self.serialize_type,
+            version=self.version,
+            instance_name=self.instance_name,
+            client_ip=self.client_ip,
+            request_timeout_ms=self.send_timeout_ms,
+            namesrv_timeout_ms=self.namesrv_timeout_ms,
+            heartbeat_interval_ms=self.heartbeat_interval_ms,
+            poll_namesrv_interval_ms=self.poll_namesrv_interval_ms,
+        )

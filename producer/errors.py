@@ -2,18 +2,26 @@
 
 A message refused before sending (too large, bad topic) will never succeed as is; a broker refusal carries
 the response code so callers can tell "no permission" from "busy"; a send that ran out of attempts keeps the
-last underlying error as its cause.
+last underlying error as its cause. Every one is a :class:`client.errors.ClientError` too.
 """
 
 from __future__ import annotations
 
+from client import errors as client_errors
 
-class ProducerError(Exception):
+
+class ProducerError(client_errors.ClientError):
     """Base of every producer failure."""
 
 
 class ProducerStateError(ProducerError):
     """The producer is not started, or already shut down."""
+
+
+class DuplicateGroupError(ProducerStateError, client_errors.DuplicateGroupError):
+    """A second producer of one group on one client instance (same ``instance_name``); Java refuses it too.
+
+    Both a :class:`ProducerStateError`, as it always was, and the core's refusal."""
 
 
 class MessageValidationError(ProducerError, ValueError):

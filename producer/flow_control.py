@@ -15,9 +15,9 @@ exponentially growing and jittered delay before the next attempt, always within 
 from __future__ import annotations
 
 import dataclasses
-import random
 from collections.abc import Callable
 
+from client.backoff import Backoff
 from rocketmq_wire.codes import ResponseCode
 
 #: Remarks with which a SYSTEM_ERROR answer means "busy, not stored" (Apache's ``OS_PAGE_CACHE_BUSY``).
@@ -43,24 +43,6 @@ class BusyAnswer:
 
 #: ``listener(answer)``, called on the event loop for every busy answer (keep it quick; it may not raise).
 BusyListener = Callable[[BusyAnswer], None]
-
-
-class Backoff:
-    """Delays of ``initial_ms``, doubling up to ``max_ms``, each drawn from its upper half (jitter), so
-    producers that were refused together do not come back together."""
-
-    def __init__(self, initial_ms: float, max_ms: float, rng: random.Random) -> None:
-        if initial_ms <= 0 or max_ms < initial_ms:
-            raise ValueError("the backoff needs 0 < initial_ms <= max_ms")
-        self._initial = initial_ms
-        self._max = max_ms
-        self._rng = rng
-        self._next = initial_ms
-
-    def next_delay_ms(self) -> float:
-        ceiling = self._next
-        self._next = min(self._max, self._next * 2)
-        return self._rng.uniform(ceiling / 2, ceiling)
 
 
 class BusyRefusals:

@@ -2,7 +2,7 @@
 
 A :class:`Producer` owns its publish routes, latency table and unique-id generator; its connections,
 NameServer client, broker table and heartbeats belong to the client instance of its client id
-(``producer.instance``), shared with the other producers and consumers of that id on the event loop as in
+(``client.instance``), shared with the other producers and consumers of that id on the event loop as in
 Java. By default every producer has a client id of its own (``<pid>#<nanoseconds>`` instance name), so
 producers share an instance only when given the same ``instance_name``. Concurrent ``send`` calls share the
 broker connection; the transport matches answers to requests by opaque, so they are pipelined.
@@ -20,10 +20,18 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from client import errors as client_errors
+from client.backoff import Backoff
+from client.identity import client_id, default_instance_name, resolve_ip
+from client.instance import ClientInstance, Member, MemberKind, join_instance
+from client.namesrv import parse_namesrv_list
+from client.rpc import ClientRpc
+from client.trace import TraceDispatcher, now_ms
 from producer.config import ProducerConfig
 from producer.errors import (
     BrokerBusyError,
     BrokerError,
+    DuplicateGroupError,
     MessageValidationError,
     ProducerError,
     ProducerStateError,
@@ -31,13 +39,9 @@ from producer.errors import (
     SendTimeoutError,
 )
 from producer.fault import LatencyFaultTolerance
-from producer.flow_control import Backoff, BusyAnswer, BusyListener, BusyRefusals, is_busy_answer
-from producer.identity import check_ip, client_id, default_instance_name, local_ip
-from producer.instance import ClientInstance, InstanceSettings, Member, MemberKind, join_instance
-from producer.namesrv import parse_namesrv_list
+from producer.flow_control import BusyAnswer, BusyListener, BusyRefusals, is_busy_answer
 from producer.result import SendResult, SendStatus
 from producer.routes import RouteTable, TopicPublishInfo
-from producer.rpc import ProducerRpc
 from producer.selectors import QueueSelector, select_by_hash
 from producer.sender import (
     RETRYABLE_RESPONSE_CODES,
@@ -50,7 +54,7 @@ from producer.sender import (
     properties_flavour,
     send_request,
 )
-from producer.trace import TraceDispatcher, now_ms
+from producer.trace import trace_group, trace_producer_config
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.codes import SerializeType
@@ -125,7 +129,7 @@ class Producer:
         self._state = _State.CREATED
         self._instance: ClientInstance | None = None
         self._member: Member | None = None
-        self._rpc: ProducerRpc | None = None
+        self._rpc: ClientRpc | None = None
         self._routes: RouteTable | None = None
         self._ids: UniqueIdGenerator | None = None
         self._fault = LatencyFaultTolerance()
@@ -158,13 +162,14 @@ class Producer:
         """Join the client instance of this producer's client id (creating it, with its route-refresh and
         heartbeat timers, if this is its first member); connects lazily.
 
-        Raises :class:`~producer.instance.DuplicateGroupError` when a producer of the same group is already
+        Raises :class:`~producer.errors.DuplicateGroupError` when a producer of the same group is already
         on that instance (same ``instance_name``), as Java refuses it.
         """
         if self._state is not _State.CREATED:
             raise ProducerStateError(f"the producer was already started ({self._state.value})")
         config = self.config
-        ip = check_ip(config.client_ip) if config.client_ip else local_ip()
+        settings = config.client_settings()
+        ip = resolve_ip(settings.client_ip)
         member = Member(
             MemberKind.PRODUCER,
             self.wire_group,
@@ -172,17 +177,20 @@ class Producer:
             topics=self._route_topics,
             on_route=self._on_route,
         )
-        instance = join_instance(
-            client_id(ip, config.instance_name or default_instance_name()),
-            self.namesrv_addresses,
-            InstanceSettings.of_producer(config),
-            member,
-            rng=self._rng,
-        )
+        try:
+            instance = join_instance(
+                client_id(ip, settings.instance_name or default_instance_name()),
+                self.namesrv_addresses,
+                settings,
+                member,
+                rng=self._rng,
+            )
+        except client_errors.DuplicateGroupError as exc:
+            raise DuplicateGroupError(str(exc)) from exc
         self.client_id = instance.client_id
         self._instance, self._member = instance, member
         self._ids = UniqueIdGenerator(ip)
-        self._rpc = instance.member_rpc(config)
+        self._rpc = instance.member_rpc(settings)
         self._routes = RouteTable(
             instance,
             create_topic_key=config.create_topic_key,
@@ -191,15 +199,16 @@ class Producer:
         )
         self._state = _State.RUNNING
         if config.enable_msg_trace:
-            tracer = TraceDispatcher(
-                self.namesrv_addresses, self.wire_group, trace_topic=config.trace_topic, config=config
-            )
             try:
-                await tracer.start()
+                self._tracer = await start_trace_dispatcher(
+                    self.namesrv_addresses,
+                    self.wire_group,
+                    owner=self,
+                    trace_topic=config.trace_topic,
+                    config=config,
+                )
             except Exception as exc:  # tracing never keeps the producer from working
                 logger.warning("producer %s: no message trace, its dispatcher failed: %s", self.group, exc)
-            else:
-                self._tracer = tracer
         logger.info(
             "producer %s started as client %s (NameServers %s)",
             self.wire_group,
@@ -386,7 +395,7 @@ class Producer:
         assert self._ids is not None
         return self._ids
 
-    def _rpc_client(self) -> ProducerRpc:
+    def _rpc_client(self) -> ClientRpc:
         assert self._rpc is not None
         return self._rpc
 
@@ -673,3 +682,24 @@ class Producer:
             return None
         response = await rpc.invoke(addr, cmd, timeout_ms)
         return parse_send_response(response, prepared, self._user_queue(queue), addr)
+
+
+async def start_trace_dispatcher(
+    namesrv: str | Sequence[str],
+    traced_group: str,
+    *,
+    owner: object,
+    trace_topic: str | None = None,
+    config: ProducerConfig | None = None,
+) -> TraceDispatcher:
+    """A running trace dispatcher whose messages an internal producer of its own sends (its settings from
+    ``config``, see ``producer.trace``); shutting the dispatcher down shuts that producer down.
+
+    ``owner`` is the traced producer or consumer; the push consumer uses this too, so that both set up
+    their carrier the same way.
+    """
+    carrier = Producer(trace_group(traced_group), namesrv, config=trace_producer_config(config, owner))
+    await carrier.start()
+    dispatcher = TraceDispatcher(carrier.send, trace_topic=trace_topic, close=carrier.shutdown)
+    await dispatcher.start()
+    return dispatcher

@@ -1,6 +1,6 @@
 """The producer's view of the cluster: which queues a topic has on which brokers, and where brokers are.
 
-Routes come from the NameServers through the producer's client instance (``producer.instance``), are
+Routes come from the NameServers through the producer's client instance (``client.instance``), are
 cached per topic and refreshed on the instance's timer (and after send failures), as Java's
 ``MQClientInstance`` does. A topic the NameServers do not know yet is sent along the route of the
 auto-create key topic (TBW102), with at most ``defaultTopicQueueNums`` queues per broker: a broker that allows
@@ -16,13 +16,14 @@ import random
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from producer.errors import NoRouteError
+from client.errors import ClientError, RouteRefusedError
+from producer.errors import NoRouteError, ProducerError
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
 from rocketmq_wire.perm import is_writeable
 
 if TYPE_CHECKING:
-    from producer.instance import ClientInstance
+    from client.instance import ClientInstance
 
 logger = logging.getLogger("producer.routes")
 
@@ -150,7 +151,7 @@ def _same_route(a: TopicRouteData | None, b: TopicRouteData) -> bool:
 class RouteTable:
     """One producer's publish routes per topic (Java's ``topicPublishInfoTable``), over its client instance.
 
-    Routes are fetched through the :class:`~producer.instance.ClientInstance` the producer is on, which holds
+    Routes are fetched through the :class:`~client.instance.ClientInstance` the producer is on, which holds
     the one topic route and broker address table of the client id, heartbeats brokers it learns of, and hands
     the producer every route its periodic refresh fetches (:meth:`on_route`).
     """
@@ -237,11 +238,22 @@ class RouteTable:
         if not task.cancelled() and task.exception() is not None:
             logger.debug("route fetch of topic %s failed: %s", topic, task.exception())
 
+    async def _route(self, topic: str) -> TopicRouteData | None:
+        """The instance's route look-up, its failures as the producer errors a send has always raised."""
+        try:
+            return await self._instance.fetch_route(topic)
+        except RouteRefusedError as exc:
+            raise NoRouteError(str(exc)) from exc
+        except ProducerError:
+            raise
+        except ClientError as exc:
+            raise ProducerError(str(exc)) from exc
+
     async def _fetch(self, topic: str) -> TopicPublishInfo:
-        route = await self._instance.fetch_route(topic)
+        route = await self._route(topic)
         from_default = False
         if route is None:
-            default = await self._instance.fetch_route(self._create_topic_key)
+            default = await self._route(self._create_topic_key)
             if default is None:
                 raise NoRouteError(
                     f"no route for topic {topic!r}, nor for the auto-create key {self._create_topic_key!r}"

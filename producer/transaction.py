@@ -15,10 +15,10 @@ import logging
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
+from client.trace import now_ms
 from producer.errors import ProducerError
 from producer.producer import Producer, ServerRequestHandler
 from producer.result import LocalTransactionState, SendResult, SendStatus, TransactionSendResult
-from producer.trace import now_ms
 from rocketmq_wire.codes import MQVersion, RequestCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError

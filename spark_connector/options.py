@@ -12,7 +12,7 @@ import dataclasses
 import ssl
 from collections.abc import Mapping
 
-from producer.namesrv import parse_namesrv_list
+from client.namesrv import parse_namesrv_list
 from rocketmq_wire.topics import validate_group, validate_topic
 from rocketmq_wire.transport.address import parse_address
 from spark_connector.errors import OptionError

@@ -3,8 +3,9 @@
 The source needs bounded reads -- exactly the offsets Spark planned, no prefetching past them, no group
 membership, no committed offsets -- so it does not run a consumer; it uses the consumer package's
 request builders, broker calls and pull-answer handling (``consumer.commands``, ``consumer.broker_api``,
-``consumer.fetch``) directly. Routes come from the producer's NameServer client (with its failover), and
-every request goes through the producer's RPC layer (serialization, version, ACL signing).
+``consumer.fetch``) directly. Connections, routes (with NameServer fail-over) and request signing are the
+client core's: each reader joins a client instance of its own (``client.instance.join_standalone``, as the
+admin does), on the event loop it first reads on, and leaves it when closed.
 """
 
 from __future__ import annotations
@@ -12,30 +13,31 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
-import random
 from collections.abc import AsyncGenerator, Iterable
 from types import TracebackType
 
+from client.errors import ClientError
+from client.instance import ClientInstance, Member, join_standalone
+from client.settings import ClientSettings
 from consumer import commands
 from consumer.broker_api import BrokerApi
 from consumer.errors import ConsumerError
 from consumer.fetch import PullStatus, decode_found
-from producer.config import ProducerConfig
-from producer.errors import ProducerError
-from producer.namesrv import NameServerClient
-from producer.rpc import ProducerRpc
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.command import DEFAULT_VERSION
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message.sysflag import build_pull_sys_flag
 from rocketmq_wire.perm import is_readable
 from rocketmq_wire.topics import wrap_namespace
-from rocketmq_wire.transport import RemotingClient, RemotingError
+from rocketmq_wire.transport import RemotingError
 from spark_connector.errors import SourceReadError
 from spark_connector.offsets import QueueKey
 from spark_connector.options import ConnectionOptions
 
 logger = logging.getLogger("spark_connector.pull")
+
+#: The reader's member name on its client instance (it registers no group with brokers).
+READER_NAME = "spark_connector_reader"
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -52,21 +54,39 @@ class QueueAddress:
 
 
 class TopicReader:
-    """Metadata requests and pulls for one topic over one connection pool; ``async with`` closes it."""
+    """Metadata requests and pulls for one topic over one client instance; ``async with`` closes it.
+
+    It may be made outside an event loop (a Spark task makes it, then runs its reads on a loop of its own):
+    the instance is joined on first use.
+    """
 
     def __init__(self, connection: ConnectionOptions, topic: str, *, timeout_ms: float = 10_000) -> None:
-        config = ProducerConfig(
-            namespace=connection.namespace,
-            access_key=connection.access_key,
-            secret_key=connection.secret_key,
-        )
         self.topic = topic
         self.wire_topic = wrap_namespace(connection.namespace, topic)
         self.timeout_ms = timeout_ms
-        self._client = RemotingClient(ssl=connection.ssl_context())
-        self._rpc = ProducerRpc(self._client, config)
-        self._api = BrokerApi(self._rpc, timeout_ms=timeout_ms, version=DEFAULT_VERSION)
-        self._namesrv = NameServerClient(self._rpc, list(connection.namesrv), timeout_ms, random.Random())
+        self._namesrv_addrs = list(connection.namesrv)
+        self._settings = ClientSettings(
+            access_key=connection.access_key,
+            secret_key=connection.secret_key,
+            ssl=connection.ssl_context(),
+            request_timeout_ms=timeout_ms,
+            namesrv_timeout_ms=timeout_ms,
+        )
+        self._joined: tuple[ClientInstance, Member] | None = None
+        self._api_of_instance: BrokerApi | None = None
+
+    def _instance(self) -> ClientInstance:
+        if self._joined is None:
+            self._joined = join_standalone(self._namesrv_addrs, self._settings, READER_NAME)
+        return self._joined[0]
+
+    @property
+    def _api(self) -> BrokerApi:
+        if self._api_of_instance is None:
+            self._api_of_instance = BrokerApi(
+                self._instance().rpc, timeout_ms=self.timeout_ms, version=DEFAULT_VERSION
+            )
+        return self._api_of_instance
 
     async def __aenter__(self) -> TopicReader:
         return self
@@ -77,13 +97,17 @@ class TopicReader:
         await self.close()
 
     async def close(self) -> None:
-        await self._client.close()
+        joined, self._joined = self._joined, None
+        self._api_of_instance = None
+        if joined is not None:
+            instance, member = joined
+            await instance.leave(member)
 
     async def queues(self) -> list[QueueAddress]:
         """Every readable queue of the topic, sorted by broker name then queue id."""
         try:
-            route = await self._namesrv.get_route(self.wire_topic)
-        except ProducerError as exc:
+            route = await self._instance().namesrv.get_route(self.wire_topic)
+        except ClientError as exc:
             raise SourceReadError(f"could not get the route of topic {self.wire_topic!r}: {exc}") from exc
         if route is None:
             raise SourceReadError(

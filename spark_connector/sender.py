@@ -24,8 +24,8 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Protocol
 
-from producer import BrokerBusyError, BusyAnswer, Message, SendResult, SendStatus
-from producer.flow_control import Backoff, BusyListener
+from client.backoff import Backoff
+from producer import BrokerBusyError, BusyAnswer, BusyListener, Message, SendResult, SendStatus
 from spark_connector.errors import SinkSendError
 from spark_connector.options import DEFAULT_FLOW_CONTROL_TIMEOUT_MS
 from spark_connector.rows import Outgoing

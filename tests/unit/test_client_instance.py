@@ -18,6 +18,8 @@ import pytest
 
 from admin import Admin, TopicNotFoundError
 from cli.local_cluster import LocalCluster, LocalClusterSettings
+from client.heartbeat import heartbeat_body
+from client.instance import instances
 from consumer import ConsumerConfig, ConsumerStateError, ConsumeStatus, PullConsumer, PushConsumer
 from producer import (
     ClientInstance,
@@ -29,8 +31,6 @@ from producer import (
     SendStatus,
     TransactionProducer,
 )
-from producer.heartbeat import heartbeat_body
-from producer.instance import instances
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.headers.consumer import GetConsumerRunningInfoRequestHeader

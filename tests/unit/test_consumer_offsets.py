@@ -11,13 +11,12 @@ import pytest
 
 from broker import Broker
 from broker.testing import BrokerClient, running_broker
+from client.rpc import ClientRpc
 from consumer.broker_api import BrokerApi
-from consumer.client import rpc_settings
 from consumer.config import ConsumerConfig
 from consumer.errors import ConsumerError
 from consumer.offset_store import LocalFileOffsetStore, ReadOffsetType, RemoteBrokerOffsetStore
 from consumer.positioning import compute_pull_offset, consume_from_where, timestamp_ms
-from producer.rpc import ProducerRpc
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.transport import RemotingClient
@@ -104,7 +103,7 @@ async def broker(tmp_path: Path) -> AsyncIterator[Broker]:
 async def api() -> AsyncIterator[BrokerApi]:
     async with RemotingClient() as client:
         config = ConsumerConfig()
-        yield BrokerApi(ProducerRpc(client, rpc_settings(config)), timeout_ms=3000, version=config.version)
+        yield BrokerApi(ClientRpc(client, config.client_settings()), timeout_ms=3000, version=config.version)
 
 
 async def test_broker_store_commits_and_reads_back(broker: Broker, api: BrokerApi) -> None:

@@ -8,13 +8,13 @@ from typing import cast
 
 import pytest
 
+from client.rpc import ClientRpc
 from consumer import commands
 from consumer.broker_api import BrokerApi
-from consumer.client import ConsumerClient, rpc_settings
+from consumer.client import ConsumerClient
 from consumer.config import ConsumerConfig
 from consumer.fetch import PullStatus
 from consumer.puller import Puller
-from producer.rpc import ProducerRpc
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
@@ -62,7 +62,7 @@ class StubClient:
 async def api() -> AsyncIterator[BrokerApi]:
     async with RemotingClient() as client:
         config = ConsumerConfig()
-        yield BrokerApi(ProducerRpc(client, rpc_settings(config)), timeout_ms=3000, version=config.version)
+        yield BrokerApi(ClientRpc(client, config.client_settings()), timeout_ms=3000, version=config.version)
 
 
 def spec(*, lite: bool, commit: bool = False) -> commands.PullSpec:

@@ -7,9 +7,9 @@ from typing import Any, cast
 
 import pytest
 
+from client.trace import TraceDispatcher
 from consumer import ConsumeStatus
 from consumer.trace import traced_handler
-from producer.trace import TraceDispatcher
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.trace import ConsumeReturnType, TraceContext, TraceType
 

@@ -8,8 +8,9 @@ import time
 
 import pytest
 
+from client.backoff import Backoff
 from producer import BrokerBusyError, BrokerError, BusyAnswer, Message, ProducerConfig
-from producer.flow_control import Backoff, BusyRefusals, is_busy_answer
+from producer.flow_control import BusyRefusals, is_busy_answer
 from rocketmq_wire.codes import ResponseCode
 from tests.unit.producer_fakes import Cluster
 

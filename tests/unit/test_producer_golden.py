@@ -13,8 +13,8 @@ import zlib
 
 import pytest
 
-from producer.heartbeat import heartbeat_body, heartbeat_request, unregister_request
-from producer.namesrv import route_request
+from client.heartbeat import heartbeat_body, heartbeat_request, unregister_request
+from client.namesrv import route_request
 from producer.result import LocalTransactionState, MessageQueue, SendResult, SendStatus
 from producer.sender import prepare_batch, prepare_message, properties_flavour, send_request
 from producer.transaction import end_transaction_request

@@ -5,8 +5,8 @@ from __future__ import annotations
 import os
 import re
 
+from client.identity import client_id
 from producer import Message, ProducerConfig
-from producer.identity import client_id
 from rocketmq_wire.codes import RequestCode
 from tests.unit.producer_fakes import Cluster
 

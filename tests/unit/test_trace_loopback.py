@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 from admin import Admin, TopicNotFoundError
 from cli.local_cluster import LocalCluster, LocalClusterSettings
 from cli.main import app
+from client.trace import TraceDispatcher
 from consumer import ConsumerConfig, ConsumeStatus, PushConsumer
 from producer import (
     LocalTransactionState,
@@ -26,7 +27,7 @@ from producer import (
     SendStatus,
     TransactionProducer,
 )
-from producer.trace import TraceDispatcher
+from producer.trace import trace_group
 from rocketmq_wire.topics import TRACE_TOPIC
 from rocketmq_wire.trace import TraceContext, TraceMessageType, TraceType
 
@@ -225,8 +226,11 @@ async def test_refused_trace_topic_never_blocks_or_fails_sends(local: LocalClust
 
 
 async def test_dispatcher_drops_rather_than_blocks() -> None:
-    tracer = TraceDispatcher("127.0.0.1:1", "G", queue_size=1)
-    assert tracer.group == "_INNER_TRACE_PRODUCER-G" and tracer.trace_topic == TRACE_TOPIC
+    async def never(message: Any) -> None:
+        raise AssertionError("nothing is sent before start")
+
+    tracer = TraceDispatcher(never, queue_size=1)
+    assert trace_group("G") == "_INNER_TRACE_PRODUCER-G" and tracer.trace_topic == TRACE_TOPIC
     assert not tracer.append(TraceContext(TraceType.PUB))  # not started: dropped, not queued
     assert tracer.dropped == 1
     await tracer.shutdown()  # nothing to do

@@ -1,4 +1,4 @@
-"""The producer's background rounds (route refresh, heartbeats) as plain tasks that stop on an event."""
+"""A client instance's background rounds (route refresh, heartbeats) as plain tasks that stop on an event."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable
 
-logger = logging.getLogger("producer.timers")
+logger = logging.getLogger("client.timers")
 
 
 async def run_periodically(

@@ -1,7 +1,8 @@
-"""Who this producer is to brokers: its client id and the address baked into message ids.
+"""Who a client is to brokers: its client id and the address baked into message ids.
 
-Brokers key producer connections by client id (``ip@instanceName``), so two producers in one process must
-not share one; Java 4.9.x makes the instance name ``<pid>#<nanotime>`` for exactly that reason, and so do we.
+Brokers key client connections by client id (``ip@instanceName``), so two producers (or consumers) in one
+process must not share one by accident; Java 4.9.x makes the instance name ``<pid>#<nanotime>`` for exactly
+that reason, and so do we.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import os
 import socket
 import time
 
-logger = logging.getLogger("producer.identity")
+logger = logging.getLogger("client.identity")
 
 # A documentation address: connecting a UDP socket to it sends nothing but makes the kernel pick the
 # interface (and so the source address) it would route through.
@@ -37,7 +38,7 @@ def local_ip() -> str:
 
 
 def default_instance_name() -> str:
-    """``<pid>#<nanoseconds>``, as a 4.9.x Java client names a producer left at the default instance name."""
+    """``<pid>#<nanoseconds>``, as a 4.9.x Java client names a client left at the default instance name."""
     return f"{os.getpid()}#{time.monotonic_ns()}"
 
 
@@ -53,3 +54,8 @@ def check_ip(ip: str) -> str:
         return str(ipaddress.ip_address(ip))
     except ValueError:
         raise ValueError(f"client_ip {ip!r} is not an IP address") from None
+
+
+def resolve_ip(configured: str | None) -> str:
+    """The address a client announces: the configured ``client_ip`` (checked), else the local one."""
+    return check_ip(configured) if configured else local_ip()

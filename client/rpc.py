@@ -1,29 +1,24 @@
 """Every request a client sends goes through here, so serialization, version and ACL signing are applied
 in exactly one place (Java does the same with its RPC hook).
 
-A client instance (``producer.instance``) has one for its own requests (heartbeats, route look-ups,
+A client instance (``client.instance``) has one for its own requests (heartbeats, route look-ups,
 unregistration) and gives each member one with the member's settings over the shared connections."""
 
 from __future__ import annotations
 
-from producer.config import ProducerConfig
-from rocketmq_wire.acl import AclCredentials
+from client.settings import ClientSettings
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.transport import Connection, RemotingClient
 
 
-class ProducerRpc:
+class ClientRpc:
     """Stamps, signs and sends commands over a client instance's :class:`RemotingClient`."""
 
-    def __init__(self, client: RemotingClient, config: ProducerConfig) -> None:
+    def __init__(self, client: RemotingClient, settings: ClientSettings) -> None:
         self.client = client
-        self._serialize_type = config.serialize_type
-        self._version = config.version
-        self._credentials = (
-            AclCredentials(config.access_key, config.secret_key, config.security_token)
-            if config.access_key is not None and config.secret_key is not None
-            else None
-        )
+        self._serialize_type = settings.serialize_type
+        self._version = settings.version
+        self._credentials = settings.credentials()
 
     def prepare(self, cmd: RemotingCommand) -> RemotingCommand:
         """Set serialization and version, then sign: the signature must cover the final ext entries."""

@@ -33,12 +33,13 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
-from producer.config import ProducerConfig
-from producer.errors import ProducerStateError
-from producer.heartbeat import heartbeat_body, heartbeat_request, unregister_request
-from producer.namesrv import NameServerClient
-from producer.rpc import ProducerRpc
-from producer.timers import run_periodically
+from client.errors import ClientStateError, DuplicateGroupError
+from client.heartbeat import heartbeat_body, heartbeat_request, unregister_request
+from client.identity import client_id, default_instance_name, resolve_ip
+from client.namesrv import NameServerClient
+from client.rpc import ClientRpc
+from client.settings import ClientSettings
+from client.timers import run_periodically
 from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
 from rocketmq_wire.codes import RequestCode, ResponseCode
@@ -49,11 +50,7 @@ from rocketmq_wire.message import decode_message
 from rocketmq_wire.topics import CLIENT_INNER_PRODUCER_GROUP
 from rocketmq_wire.transport import Connection, Handler, Outcome, RemotingClient, RemotingError
 
-logger = logging.getLogger("producer.instance")
-
-
-class DuplicateGroupError(ProducerStateError):
-    """A second producer (or consumer) of one group on one client instance; Java refuses it too."""
+logger = logging.getLogger("client.instance")
 
 
 class MemberKind(enum.Enum):
@@ -62,30 +59,6 @@ class MemberKind(enum.Enum):
     PRODUCER = "producer"
     CONSUMER = "consumer"
     ADMIN = "admin"
-
-
-@dataclasses.dataclass(frozen=True)
-class InstanceSettings:
-    """What the member that creates an instance decides for all of its members (Java's cloned client config).
-
-    ``rpc`` stamps and signs the instance's own requests (heartbeats, route look-ups, unregistration); its
-    ``ssl`` and ``namesrv_timeout_ms`` apply to the connections and the NameServer client.
-    """
-
-    rpc: ProducerConfig
-    request_timeout_ms: float
-    heartbeat_interval_ms: float
-    poll_namesrv_interval_ms: float
-
-    @classmethod
-    def of_producer(cls, config: ProducerConfig) -> InstanceSettings:
-        """A producer's: heartbeats and unregistration wait as long as a send may (as they always did)."""
-        return cls(
-            rpc=config,
-            request_timeout_ms=config.send_timeout_ms,
-            heartbeat_interval_ms=config.heartbeat_interval_ms,
-            poll_namesrv_interval_ms=config.poll_namesrv_interval_ms,
-        )
 
 
 def _no_topics() -> list[str]:
@@ -129,7 +102,7 @@ def instances() -> dict[str, ClientInstance]:
 def join_instance(
     client_id: str,
     namesrv_addrs: list[str],
-    settings: InstanceSettings,
+    settings: ClientSettings,
     member: Member,
     *,
     rng: random.Random | None = None,
@@ -164,6 +137,31 @@ def join_instance(
     return instance
 
 
+def join_standalone(
+    namesrv_addrs: list[str],
+    settings: ClientSettings,
+    name: str,
+    *,
+    rng: random.Random | None = None,
+) -> tuple[ClientInstance, Member]:
+    """A client instance of its own for a tool that registers no group with brokers (the admin, the Spark
+    source), under a fresh instance name unless ``settings`` names one; returns it with the tool's member,
+    which :meth:`ClientInstance.leave` takes to close it.
+
+    Java's admin has such an instance too: NameServer fail-over and connections as every client has them,
+    no heartbeat (the instance sends none without a producer or consumer).
+    """
+    member = Member(MemberKind.ADMIN, name)
+    instance = join_instance(
+        client_id(resolve_ip(settings.client_ip), settings.instance_name or default_instance_name()),
+        namesrv_addrs,
+        settings,
+        member,
+        rng=rng,
+    )
+    return instance, member
+
+
 def _request_group(request: RemotingCommand) -> str | None:
     """The group a broker's request is about: the header's group, or for a transaction check the producer
     group stamped in the message (Java's ``ClientRemotingProcessor`` picks the member the same way)."""
@@ -187,14 +185,14 @@ class ClientInstance:
     """
 
     def __init__(
-        self, client_id: str, namesrv_addrs: list[str], settings: InstanceSettings, *, rng: random.Random
+        self, client_id: str, namesrv_addrs: list[str], settings: ClientSettings, *, rng: random.Random
     ) -> None:
         self.client_id = client_id
         self.settings = settings
         self._loop = asyncio.get_running_loop()
-        self.remoting = RemotingClient(ssl=settings.rpc.ssl)
-        self.rpc = ProducerRpc(self.remoting, settings.rpc)
-        self.namesrv = NameServerClient(self.rpc, namesrv_addrs, settings.rpc.namesrv_timeout_ms, rng)
+        self.remoting = RemotingClient(ssl=settings.ssl)
+        self.rpc = ClientRpc(self.remoting, settings)
+        self.namesrv = NameServerClient(self.rpc, namesrv_addrs, settings.namesrv_timeout_ms, rng)
         self._members: list[Member] = []
         self._routes: dict[str, TopicRouteData] = {}
         self._brokers: dict[str, dict[int, str]] = {}
@@ -220,7 +218,7 @@ class ClientInstance:
     def register(self, member: Member) -> None:
         """Add ``member``; its request handlers are served from now on."""
         if self.closed:
-            raise ProducerStateError(f"client instance {self.client_id} is closed")
+            raise ClientStateError(f"client instance {self.client_id} is closed")
         if member.kind is not MemberKind.ADMIN and any(
             m.kind is member.kind and m.group == member.group for m in self._members
         ):
@@ -265,10 +263,10 @@ class ClientInstance:
             await self.remoting.close()
             logger.info("client instance %s closed", self.client_id)
 
-    def member_rpc(self, config: ProducerConfig) -> ProducerRpc:
+    def member_rpc(self, settings: ClientSettings) -> ClientRpc:
         """A request stamper for one member: its own serialization, version and credentials over the
         instance's connections."""
-        return ProducerRpc(self.remoting, config)
+        return ClientRpc(self.remoting, settings)
 
     def _serve(self, code: int) -> Handler:
         async def handle(request: RemotingCommand, conn: Connection) -> Outcome:
@@ -290,7 +288,7 @@ class ClientInstance:
                 return None
             remark = f"The group <{group}> not exist in this client {self.client_id}"
             response = request.make_response(ResponseCode.SYSTEM_ERROR, remark)
-            response.version = self.settings.rpc.version
+            response.version = self.settings.version
             return response
 
         return handle
@@ -361,7 +359,7 @@ class ClientInstance:
 
     async def fetch_route(self, topic: str) -> TopicRouteData | None:
         """The topic's route from the NameServers now (``None``: unknown to them); concurrent callers, of any
-        member, share one request. Raises :class:`~producer.errors.ProducerError` when no NameServer
+        member, share one request. Raises :class:`~client.errors.NameServerError` when no NameServer
         answered."""
         task = self._inflight.get(topic)
         if task is None:
@@ -438,7 +436,7 @@ class ClientInstance:
                 data = member.consumer_data()
                 if data is not None:
                     consumers.append(data)
-        return heartbeat_body(self.client_id, self.producer_groups(), consumers, self.settings.rpc.version)
+        return heartbeat_body(self.client_id, self.producer_groups(), consumers, self.settings.version)
 
     async def send_heartbeats(self) -> int:
         """Heartbeat every master (and, when a consumer is on the instance, every slave) now; returns how many
@@ -454,7 +452,7 @@ class ClientInstance:
 
     async def _beat(self, addr: str, body: bytes) -> bool:
         """One heartbeat to ``addr``; failures are logged and reported as ``False``, never raised."""
-        cmd = heartbeat_request(body, self.settings.rpc.version)
+        cmd = heartbeat_request(body, self.settings.version)
         try:
             response = await self.rpc.invoke(addr, cmd, self.settings.request_timeout_ms)
         except RemotingError as exc:

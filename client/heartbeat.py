@@ -4,7 +4,7 @@ A broker only knows a client's producers and consumers through its heartbeats; w
 producer to check a transaction, it refuses a consumer's pulls, and its connection lists (``mqadmin
 producerConnection``/``consumerConnection``) miss it. Java's ``MQClientInstance`` sends one heartbeat per
 client id listing every group registered on it plus the instance's internal producer group; the
-:class:`~producer.instance.ClientInstance` sends these requests, this module only builds them (so golden tests
+:class:`~client.instance.ClientInstance` sends these requests, this module only builds them (so golden tests
 can compare them with Java's frames without a connection).
 """
 

@@ -1,0 +1,28 @@
+"""The failures of the client core, under one root every client role shares.
+
+Producer, consumer and admin errors derive from :class:`ClientError` too, so code that talks to a cluster
+through several roles can catch one class; the core itself only raises the few below, and each role turns
+them into its own errors where its users expect those (a producer's send raises ``ProducerError``).
+"""
+
+from __future__ import annotations
+
+
+class ClientError(Exception):
+    """Base of every failure raised by a client of this project (producer, consumer, admin, core)."""
+
+
+class ClientStateError(ClientError):
+    """The client instance is closed, or refused a member."""
+
+
+class DuplicateGroupError(ClientStateError):
+    """A second producer (or consumer) of one group on one client instance; Java refuses it too."""
+
+
+class NameServerError(ClientError):
+    """No NameServer answered, or one answered with something unreadable."""
+
+
+class RouteRefusedError(NameServerError):
+    """A NameServer answered a route request with a failure code (not just "no such topic")."""
