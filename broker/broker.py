@@ -2,8 +2,11 @@
 
 :class:`Broker` wires the parts together the way Apache's ``BrokerController`` does -- topic table,
 consumer offsets, client tables, queue locks, long polling, delay levels, transactions, NameServer
-registration -- and runs the periodic chores. ``start()`` binds the port (``listenPort`` 0 picks a free
-one, written back into the config), opens and recovers the store, registers with the NameServers;
+registration -- and runs the periodic chores. Once its store is open it hands the running parts
+(:class:`~broker.parts.BrokerParts`) to :func:`~broker.handlers.build_handlers`, then wraps each handler
+of that table (bad-request answers, ACL, the send gate) and registers it; no handler sees the broker
+itself. ``start()`` binds the port (``listenPort`` 0 picks a free one, written back into the config),
+opens and recovers the store, registers with the NameServers;
 ``close()`` unregisters, stops serving and closes the store cleanly.
 """
 
@@ -22,64 +25,15 @@ from broker.clock import Clock, SystemClock
 from broker.config import BrokerConfig
 from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl
 from broker.ha.service import HighAvailability
+from broker.ha.sync import SlaveSynchronizer
+from broker.handlers import build_handlers
 from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
+from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
 from broker.periodic import PeriodicTask
-from broker.processors.acl_admin import (
-    DeleteAccessConfigProcessor,
-    GetAclConfigProcessor,
-    GetAclVersionProcessor,
-    UpdateAccessConfigProcessor,
-    UpdateGlobalWhiteAddrsProcessor,
-)
-from broker.processors.admin_extra import extra_handlers
-from broker.processors.broker_admin import (
-    GetBrokerConfigProcessor,
-    GetBrokerRuntimeInfoProcessor,
-    UpdateBrokerConfigProcessor,
-)
-from broker.processors.client_manage import HeartbeatProcessor, UnregisterClientProcessor
 from broker.processors.common import AnswersInline, guarded, guarded_inline
-from broker.processors.consumer_admin import (
-    GetConsumerConnectionListProcessor,
-    GetConsumeStatsProcessor,
-    QueryTopicConsumeByWhoProcessor,
-)
-from broker.processors.consumer_manage import (
-    GetConsumerListByGroupProcessor,
-    QueryConsumerOffsetProcessor,
-    UpdateConsumerOffsetProcessor,
-)
-from broker.processors.consumer_relay import ConsumerRelayProcessor
-from broker.processors.end_transaction import EndTransactionProcessor
-from broker.processors.ha_status import GetBrokerHaStatusProcessor
-from broker.processors.offset_export import (
-    GetAllConsumerOffsetProcessor,
-    GetAllDelayOffsetProcessor,
-    GetAllMessageRequestModeProcessor,
-    GetAllSubscriptionGroupProcessor,
-)
-from broker.processors.producer_admin import GetAllProducerInfoProcessor, GetProducerConnectionListProcessor
 from broker.processors.pull import PullMessageProcessor
-from broker.processors.query import QueryMessageProcessor, ViewMessageByIdProcessor
-from broker.processors.queue_lock import LockBatchMqProcessor, UnlockBatchMqProcessor
-from broker.processors.queue_offsets import (
-    GetEarliestMsgStoretimeProcessor,
-    GetMaxOffsetProcessor,
-    GetMinOffsetProcessor,
-    SearchOffsetProcessor,
-)
-from broker.processors.reset_offset import ResetOffsetProcessor
-from broker.processors.send import SendMessageProcessor
-from broker.processors.send_back import ConsumerSendMsgBackProcessor
-from broker.processors.topic_admin import (
-    DeleteTopicProcessor,
-    GetAllTopicConfigProcessor,
-    GetTopicConfigProcessor,
-    GetTopicStatsInfoProcessor,
-    UpdateAndCreateTopicProcessor,
-)
 from broker.registration import ChangeAnnouncer, NameServerRegistration, RegistrationResult
 from broker.schedule import ScheduleMessageService
 from broker.stats import BrokerStats
@@ -143,15 +97,15 @@ class Broker:
         self._namesrv_client = RemotingClient(ssl=to_namesrv)
         self.registration = NameServerRegistration(config, self.topic_config_manager, self._namesrv_client)
         self.registration.on_registered(self._registered)
-        self.pull_processor = PullMessageProcessor(self)
-        self.runtime_info = GetBrokerRuntimeInfoProcessor(self)
         self._store: MessageStore | None = None
         self._messages: MessageService | None = None
         self._schedule: ScheduleMessageService | None = None
         self._transactions: TransactionalMessageService | None = None
         self._pull_holder: PullRequestHoldService | None = None
+        self._pull: PullMessageProcessor | None = None
         self._send_flow_control: SendFlowControl | None = None
         self._ha: HighAvailability | None = None
+        self._parts: BrokerParts | None = None
         self._vip_server: RemotingServer | None = None
         #: The ACL rules in force, when ``aclEnable`` is true (read at start; a bad file stops the start).
         self.acl: PlainAclManager | None = PlainAclManager(config.acl_path) if config.acl_enable else None
@@ -209,6 +163,13 @@ class Broker:
         return self._ha
 
     @property
+    def parts(self) -> BrokerParts:
+        """The running parts, as the request handlers were given them."""
+        if self._parts is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._parts
+
+    @property
     def address(self) -> str:
         """Where clients reach this broker (``brokerIP1:listenPort``), also what it registers."""
         return self.config.broker_addr
@@ -243,7 +204,7 @@ class Broker:
             config.listen_port = port
         try:
             await self._open_store()
-            self._ha = HighAvailability(self, self._namesrv_client)
+            self._ha = self._high_availability()
             await self._ha.start(requested_port)
         except BaseException:
             if self._schedule is not None:
@@ -297,8 +258,16 @@ class Broker:
             raise
         self._store = store
         self._messages = messages = MessageService(store, self.stats)
-        self._pull_holder = holder = PullRequestHoldService(
-            self.clock, lambda request, conn: self.pull_processor.process(request, conn, allow_suspend=False)
+        self._pull_holder = holder = PullRequestHoldService(self.clock, self._serve_held_pull)
+        self._pull = PullMessageProcessor(
+            config=config,
+            topics=self.topic_config_manager,
+            groups=self.subscription_groups,
+            offsets=self.consumer_offsets,
+            consumers=self.consumer_manager,
+            store=store,
+            stats=self.stats,
+            pull_holder=holder,
         )
         messages.on_arrival(holder.notify_arrival)
         self._schedule = ScheduleMessageService(
@@ -316,60 +285,70 @@ class Broker:
             messages, self.consumer_offsets, config, self.clock, self._send_check
         )
 
+    def _serve_held_pull(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        """A held pull is due (messages arrived or its time is up): answer it now, holding it no longer."""
+        assert self._pull is not None  # made with the hold service, before any pull can be held
+        return self._pull.process(request, conn, allow_suspend=False)
+
+    def _high_availability(self) -> HighAvailability:
+        synchronizer = SlaveSynchronizer(
+            config=self.config,
+            client=self._namesrv_client,
+            topics=self.topic_config_manager,
+            groups=self.subscription_groups,
+            offsets=self.consumer_offsets,
+            schedule=self.schedule,
+        )
+        return HighAvailability(
+            config=self.config,
+            clock=self.clock,
+            store=self.store,
+            messages=self.messages,
+            synchronizer=synchronizer,
+        )
+
+    def _assemble_parts(self) -> BrokerParts:
+        """The record of the running parts handed to the handlers (once the store and HA are up)."""
+        return BrokerParts(
+            config=self.config,
+            clock=self.clock,
+            stats=self.stats,
+            config_version=self.config_version,
+            on_config_changed=self.config_changed,
+            storage=Storage(
+                store=self.store,
+                messages=self.messages,
+                schedule=self.schedule,
+                transactions=self.transactions,
+            ),
+            metadata=Metadata(
+                topics=self.topic_config_manager,
+                groups=self.subscription_groups,
+                offsets=self.consumer_offsets,
+            ),
+            clients=Clients(
+                consumers=self.consumer_manager,
+                producers=self.producer_manager,
+                locks=self.lock_manager,
+                channel=self.server,
+            ),
+            services=Services(
+                announcer=self.announcer,
+                unique_ids=self.unique_ids,
+                pull_holder=self.pull_holder,
+                send_flow_control=self.send_flow_control,
+                ha=self.ha,
+                acl=self.acl,
+            ),
+        )
+
     def _register_handlers(self) -> None:
-        send = SendMessageProcessor(self)
-        relay = ConsumerRelayProcessor(self)
-        table: dict[int, Handler] = {
-            RequestCode.SEND_MESSAGE: send,
-            RequestCode.SEND_MESSAGE_V2: send,
-            RequestCode.SEND_BATCH_MESSAGE: send,
-            RequestCode.CONSUMER_SEND_MSG_BACK: ConsumerSendMsgBackProcessor(self),
-            RequestCode.PULL_MESSAGE: self.pull_processor,
-            RequestCode.LITE_PULL_MESSAGE: self.pull_processor,
-            RequestCode.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetProcessor(self),
-            RequestCode.UPDATE_CONSUMER_OFFSET: UpdateConsumerOffsetProcessor(self),
-            RequestCode.GET_CONSUMER_LIST_BY_GROUP: GetConsumerListByGroupProcessor(self),
-            RequestCode.GET_MIN_OFFSET: GetMinOffsetProcessor(self),
-            RequestCode.GET_MAX_OFFSET: GetMaxOffsetProcessor(self),
-            RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: SearchOffsetProcessor(self),
-            RequestCode.GET_EARLIEST_MSG_STORETIME: GetEarliestMsgStoretimeProcessor(self),
-            RequestCode.HEART_BEAT: HeartbeatProcessor(self),
-            RequestCode.UNREGISTER_CLIENT: UnregisterClientProcessor(self),
-            RequestCode.LOCK_BATCH_MQ: LockBatchMqProcessor(self),
-            RequestCode.UNLOCK_BATCH_MQ: UnlockBatchMqProcessor(self),
-            RequestCode.END_TRANSACTION: EndTransactionProcessor(self),
-            RequestCode.UPDATE_AND_CREATE_TOPIC: UpdateAndCreateTopicProcessor(self),
-            RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicProcessor(self),
-            RequestCode.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigProcessor(self),
-            RequestCode.GET_TOPIC_CONFIG: GetTopicConfigProcessor(self),
-            RequestCode.GET_TOPIC_STATS_INFO: GetTopicStatsInfoProcessor(self),
-            RequestCode.GET_BROKER_RUNTIME_INFO: self.runtime_info,
-            RequestCode.GET_BROKER_CONFIG: GetBrokerConfigProcessor(self),
-            RequestCode.UPDATE_BROKER_CONFIG: UpdateBrokerConfigProcessor(self),
-            RequestCode.GET_CONSUME_STATS: GetConsumeStatsProcessor(self),
-            RequestCode.GET_CONSUMER_CONNECTION_LIST: GetConsumerConnectionListProcessor(self),
-            RequestCode.GET_PRODUCER_CONNECTION_LIST: GetProducerConnectionListProcessor(self),
-            RequestCode.GET_ALL_PRODUCER_INFO: GetAllProducerInfoProcessor(self),
-            RequestCode.QUERY_TOPIC_CONSUME_BY_WHO: QueryTopicConsumeByWhoProcessor(self),
-            RequestCode.QUERY_MESSAGE: QueryMessageProcessor(self),
-            RequestCode.VIEW_MESSAGE_BY_ID: ViewMessageByIdProcessor(self),
-            RequestCode.GET_ALL_CONSUMER_OFFSET: GetAllConsumerOffsetProcessor(self),
-            RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(self),
-            RequestCode.INVOKE_BROKER_TO_RESET_OFFSET: ResetOffsetProcessor(self),
-            RequestCode.GET_CONSUMER_RUNNING_INFO: relay,
-            RequestCode.CONSUME_MESSAGE_DIRECTLY: relay,
-            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupProcessor(self),
-            RequestCode.GET_BROKER_HA_STATUS: GetBrokerHaStatusProcessor(self),
-            RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(self),
-            RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: UpdateAccessConfigProcessor(self),
-            RequestCode.DELETE_ACL_CONFIG: DeleteAccessConfigProcessor(self),
-            RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsProcessor(self),
-            RequestCode.GET_BROKER_CLUSTER_ACL_INFO: GetAclVersionProcessor(self),
-            RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: GetAclConfigProcessor(self),
-        }
-        table.update(extra_handlers(self))  # group, store and statistics administration
+        """Build the handler table from the parts, wrap each handler and register it on both channels."""
         # One gate for every send code: they share Apache's send queue, hence its capacity and wait.
         self._send_flow_control = flow_control = SendFlowControl(self.config, self.store)
+        self._parts = parts = self._assemble_parts()
+        assert self._pull is not None
+        table = build_handlers(parts, pull=self._pull)
         for code, handler in table.items():
             gate = flow_control if code in SEND_REQUEST_CODES else None
             wrapped = guarded(handler)

@@ -11,7 +11,9 @@ from __future__ import annotations
 import dataclasses
 import logging
 from collections.abc import Callable, Iterable
+from typing import Protocol
 
+from rocketmq_wire import RemotingCommand
 from rocketmq_wire.bodies.heartbeat import SubscriptionData
 from rocketmq_wire.transport import Connection
 
@@ -19,6 +21,23 @@ log = logging.getLogger("broker.clients")
 
 #: ``callback(group, members)``: a consumer group changed; ``members`` are the connections still in it.
 GroupChangedCallback = Callable[[str, list[Connection]], None]
+
+
+class ClientChannel(Protocol):
+    """Requests the broker itself sends to a client, over the connection the client opened.
+
+    Admin requests a tool cannot send to a consumer directly (running info, direct consumption, offset
+    resets) go this way. Handlers that relay them name this part rather than the remoting server, so they
+    can be driven with a stand-in; the broker's :class:`~rocketmq_wire.transport.RemotingServer` is one.
+    """
+
+    async def invoke(self, conn: Connection, cmd: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        """Send ``cmd`` to the client on ``conn`` and wait for its answer."""
+        ...
+
+    async def invoke_oneway(self, conn: Connection, cmd: RemotingCommand) -> None:
+        """Send ``cmd`` to the client on ``conn``, expecting no answer."""
+        ...
 
 
 @dataclasses.dataclass(slots=True)

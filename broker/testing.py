@@ -1,4 +1,5 @@
-"""Helpers for exercising a broker over the wire: a broker on a temporary store and a thin client.
+"""Helpers for exercising a broker: over the wire (a broker on a temporary store and a thin client), or
+in-process (:func:`open_parts`: the parts a broker's handlers take, with no server at all).
 
 Used by this project's tests and handy for trying a broker by hand. :class:`BrokerClient` builds requests
 the way Java clients build them (V2 send headers, pull sys flags, heartbeat bodies) but stays a thin layer
@@ -7,6 +8,7 @@ over :class:`~rocketmq_wire.transport.RemotingClient`: every call returns the ra
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Iterable, Mapping
 from pathlib import Path
@@ -14,19 +16,36 @@ from types import TracebackType
 from typing import Any
 
 from broker.broker import Broker
-from broker.clock import Clock
+from broker.clients import ClientChannel, ConsumerManager, ProducerManager
+from broker.clock import Clock, ManualClock
 from broker.config import BrokerConfig
+from broker.flow_control import SendFlowControl
+from broker.ha.service import HighAvailability
+from broker.ha.sync import SlaveSynchronizer
+from broker.locks import RebalanceLockManager
+from broker.long_polling import PullRequestHoldService
+from broker.message_service import MessageService
+from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
+from broker.registration import ChangeAnnouncer
+from broker.schedule import ScheduleMessageService
+from broker.stats import BrokerStats
+from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
+from broker.subscription_groups import SubscriptionGroupManager
+from broker.topic_config_manager import TopicConfigManager
+from broker.transaction import TransactionalMessageService
 from rocketmq_wire import RemotingCommand, RequestCode
 from rocketmq_wire.bodies.heartbeat import ConsumerData, HeartbeatData, ProducerData, SubscriptionData
 from rocketmq_wire.bodies.subscription import build_subscription
+from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.headers.pull import PullMessageRequestHeader
 from rocketmq_wire.headers.send import SendMessageRequestHeader, SendMessageRequestHeaderV2
 from rocketmq_wire.headers.topic import CreateTopicRequestHeader
 from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.batch import BatchEntry, encode_batch
+from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.message.properties import encode_properties
-from rocketmq_wire.transport import Handler, RemotingClient
+from rocketmq_wire.transport import Connection, Handler, RemotingClient
 
 
 def config_for_tests(store: Path, **overrides: Any) -> BrokerConfig:
@@ -56,6 +75,109 @@ async def running_broker(
         yield broker
     finally:
         await broker.close()
+
+
+class UnreachableClients:
+    """A :class:`~broker.clients.ClientChannel` for parts that must not reach clients: a call fails."""
+
+    async def invoke(self, conn: Connection, cmd: RemotingCommand, timeout_ms: float) -> RemotingCommand:
+        raise AssertionError(f"request {cmd.code} sent to a client; give open_parts a channel")
+
+    async def invoke_oneway(self, conn: Connection, cmd: RemotingCommand) -> None:
+        raise AssertionError(f"oneway {cmd.code} sent to a client; give open_parts a channel")
+
+
+async def _nothing_to_register() -> None:
+    """What the parts' announcer "registers" with: there are no NameServers in-process."""
+
+
+async def _no_producer_to_ask(*_: object) -> bool:
+    """Transaction check-backs in-process: no producer can be asked."""
+    return False
+
+
+@contextlib.asynccontextmanager
+async def open_parts(
+    store: Path,
+    *,
+    clock: Clock | None = None,
+    channel: ClientChannel | None = None,
+    **overrides: Any,
+) -> AsyncIterator[BrokerParts]:
+    """A broker's running parts on a store under ``store``, without a broker: for driving handlers directly.
+
+    The store is opened and started, the topic and offset tables loaded, as a starting broker does; nothing
+    listens and nothing registers. The clock is a :class:`ManualClock` unless one is given; ``channel``
+    stands for the clients' connections (by default, calling a client fails). A pull held for long polling
+    is dropped when due: the hold service here knows no processor to hand it back to.
+    """
+    config = config_for_tests(store, **overrides)
+    config.validate()
+    clock = clock or ManualClock()
+    stats = BrokerStats(clock)
+    Path(config.store_path_root_dir).mkdir(parents=True, exist_ok=True)
+    message_store = MessageStore(
+        config.store_path_root_dir, config.store_config(), store_host=config.store_host, clock=clock.now_ms
+    )
+    await asyncio.to_thread(message_store.open)
+    await message_store.start()
+    topics = TopicConfigManager(config, TopicConfigStore(config.config_dir, clock=clock.now_ms))
+    topics.load()
+    offsets = ConsumerOffsetStore(config.config_dir, clock=clock.now_ms)
+    offsets.load()
+    groups = SubscriptionGroupManager(config.auto_create_subscription_group, clock=clock.now_ms)
+    messages = MessageService(message_store, stats)
+    schedule = ScheduleMessageService(
+        messages, config.delay_levels_ms(), clock, config.config_dir, topics.__contains__, config.store_host
+    )
+    holder = PullRequestHoldService(clock, lambda request, conn: None)
+    announcer = ChangeAnnouncer(_nothing_to_register)
+    namesrv_client = RemotingClient()
+    synchronizer = SlaveSynchronizer(
+        config=config, client=namesrv_client, topics=topics, groups=groups, offsets=offsets, schedule=schedule
+    )
+    try:
+        yield BrokerParts(
+            config=config,
+            clock=clock,
+            stats=stats,
+            config_version=DataVersion(timestamp=clock.now_ms(), counter=0),
+            on_config_changed=lambda keys: None,
+            storage=Storage(
+                store=message_store,
+                messages=messages,
+                schedule=schedule,
+                transactions=TransactionalMessageService(
+                    messages, offsets, config, clock, _no_producer_to_ask
+                ),
+            ),
+            metadata=Metadata(topics=topics, groups=groups, offsets=offsets),
+            clients=Clients(
+                consumers=ConsumerManager(lambda group, members: None),
+                producers=ProducerManager(),
+                locks=RebalanceLockManager(clock, config.rebalance_lock_max_live_time),
+                channel=channel or UnreachableClients(),
+            ),
+            services=Services(
+                announcer=announcer,
+                unique_ids=UniqueIdGenerator(config.broker_ip1, clock=clock.now_ms),
+                pull_holder=holder,
+                send_flow_control=SendFlowControl(config, message_store),
+                ha=HighAvailability(
+                    config=config,
+                    clock=clock,
+                    store=message_store,
+                    messages=messages,
+                    synchronizer=synchronizer,
+                ),
+                acl=None,
+            ),
+        )
+    finally:
+        await announcer.close()
+        await holder.close()
+        await namesrv_client.close()
+        await message_store.stop()
 
 
 def message_properties(

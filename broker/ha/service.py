@@ -14,19 +14,17 @@
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
-from broker.config import BrokerRole
+from broker.clock import Clock
+from broker.config import BrokerConfig, BrokerRole
 from broker.ha.master import ReplicationMaster
 from broker.ha.slave import ReplicationSlave
 from broker.ha.sync import FIRST_SYNC_DELAY_MS, SYNC_PERIOD_MS, SlaveSynchronizer
+from broker.message_service import MessageService
 from broker.periodic import PeriodicTask
 from broker.registration import RegistrationResult
+from broker.store import MessageStore
 from rocketmq_wire import fastjson
-from rocketmq_wire.transport import RemotingClient
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.ha")
 
@@ -36,29 +34,41 @@ _DIFF_LOG_PERIOD_MS = 60_000
 
 
 class HighAvailability:
-    def __init__(self, broker: Broker, client: RemotingClient) -> None:
-        self._broker = broker
-        self._client = client
+    """Replication for one broker; ``synchronizer`` is the metadata copy a slave runs (unused by a master)."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        clock: Clock,
+        store: MessageStore,
+        messages: MessageService,
+        synchronizer: SlaveSynchronizer,
+    ) -> None:
+        self._config = config
+        self._clock = clock
+        self._store = store
+        self._messages = messages
+        self._slave_synchronizer = synchronizer
         self.master: ReplicationMaster | None = None
         self.slave: ReplicationSlave | None = None
         self.synchronizer: SlaveSynchronizer | None = None
 
     async def start(self, listen_port_requested: int) -> None:
         """Start this broker's side; ``listen_port_requested`` is the listen port asked for (0: any)."""
-        broker = self._broker
-        config = broker.config
+        config = self._config
         if config.is_slave:
             # Registered as the slave's haServerAddr, as Apache derives it; nothing replicates from a slave.
             config.ha_listen_port = config.ha_port_to_bind(listen_port_requested)
-            slave = ReplicationSlave(broker.store, config, broker.messages.announce_replicated)
+            slave = ReplicationSlave(self._store, config, self._messages.announce_replicated)
             static = config.static_ha_master_address
             if static is not None:
                 slave.update_master_address(static)
             slave.start()
             self.slave = slave
-            self.synchronizer = SlaveSynchronizer(broker, self._client)
+            self.synchronizer = self._slave_synchronizer
             return
-        master = ReplicationMaster(broker.store, config)
+        master = ReplicationMaster(self._store, config)
         port = config.ha_port_to_bind(listen_port_requested)
         try:
             config.ha_listen_port = await master.start(config.listen_host, port)
@@ -69,11 +79,11 @@ class HighAvailability:
             return
         self.master = master
         if config.role is BrokerRole.SYNC_MASTER:
-            broker.store.set_replica_waiter(master)
+            self._store.set_replica_waiter(master)
 
     def chores(self) -> list[PeriodicTask]:
         """The periodic work of this broker's side (started and stopped with the broker's chores)."""
-        clock = self._broker.clock
+        clock = self._clock
         synchronizer = self.synchronizer
         if synchronizer is not None:
             return [
@@ -106,14 +116,14 @@ class HighAvailability:
         answer = next((result for result in results if result.ok), None)
         if answer is None:
             return
-        if self.slave is not None and self._broker.config.static_ha_master_address is None:
+        if self.slave is not None and self._config.static_ha_master_address is None:
             if answer.ha_server_addr:
                 self.slave.update_master_address(answer.ha_server_addr)
         if self.synchronizer is not None:
             self.synchronizer.master_addr = answer.master_addr
 
     async def close(self) -> None:
-        self._broker.store.set_replica_waiter(None)
+        self._store.set_replica_waiter(None)
         if self.slave is not None:
             await self.slave.close()
         if self.master is not None:
@@ -123,7 +133,7 @@ class HighAvailability:
 
     def status_body(self) -> bytes:
         """Apache 5.x's ``HARuntimeInfo`` for this broker, as fastjson writes it."""
-        store = self._broker.store
+        store = self._store
         client: dict[str, fastjson.JsonValue] = {
             "masterAddr": None,
             "transferredByteInSecond": 0,
@@ -164,7 +174,7 @@ class HighAvailability:
             put_where = store.max_physical_offset
         body = fastjson.Bean(
             {
-                "master": not self._broker.config.is_slave,
+                "master": not self._config.is_slave,
                 "masterCommitLogMaxOffset": put_where,
                 "inSyncSlaveNums": in_sync,
                 "haConnectionInfo": links,

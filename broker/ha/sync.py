@@ -16,20 +16,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from broker.config import BrokerConfig
 from broker.schedule import FILE_NAME as DELAY_OFFSET_FILE
+from broker.schedule import ScheduleMessageService
 from broker.store.atomic_file import write_atomically
+from broker.store.consumer_offsets import ConsumerOffsetStore
 from broker.store.json_config import DataVersion
+from broker.subscription_groups import SubscriptionGroupManager
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, fastjson
 from rocketmq_wire.bodies.base import Fields
 from rocketmq_wire.bodies.consumer import ConsumerOffsetSerializeWrapper
 from rocketmq_wire.bodies.topic_config import TopicConfig
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.transport import RemotingClient, RemotingError
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.ha.sync")
 
@@ -45,9 +47,24 @@ class MasterUnavailable(Exception):
 
 
 class SlaveSynchronizer:
-    def __init__(self, broker: Broker, client: RemotingClient) -> None:
-        self._broker = broker
+    """Copies the master's tables into this slave's: the parts it takes are the ones it overwrites."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        client: RemotingClient,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetStore,
+        schedule: ScheduleMessageService,
+    ) -> None:
+        self._config = config
         self._client = client
+        self._topics = topics
+        self._groups = groups
+        self._offsets = offsets
+        self._schedule = schedule
         #: The master's remoting address; None while unknown (or gone from the NameServer).
         self.master_addr: str | None = None
         #: Rounds completed (each part attempted), for monitoring and tests.
@@ -56,7 +73,7 @@ class SlaveSynchronizer:
     async def sync_all(self) -> None:
         """One round: topics, consumer offsets, delay offsets, subscription groups."""
         master = self.master_addr
-        if master is None or master == self._broker.address:
+        if master is None or master == self._config.broker_addr:
             return
         parts = (self._sync_topics, self._sync_consumer_offsets, self._sync_delay_offsets, self._sync_groups)
         for part in parts:
@@ -88,13 +105,13 @@ class SlaveSynchronizer:
             _check_storable_topic(name, config)
         version = DataVersion.from_json(parsed.get("dataVersion"))
         _check_storable_version(version)
-        if self._broker.topic_config_manager.replace_all(table, version):
+        if self._topics.replace_all(table, version):
             log.info("updated the topic configs from master %s", master)
 
     async def _sync_consumer_offsets(self, master: str) -> None:
         body = await self._fetch(master, RequestCode.GET_ALL_CONSUMER_OFFSET)
         offsets = ConsumerOffsetSerializeWrapper.from_json(body).offset_table
-        store = self._broker.consumer_offsets
+        store = self._offsets
         store.merge(offsets)
         await asyncio.to_thread(store.persist)
         log.debug("updated %d consumer offsets from master %s", len(offsets), master)
@@ -103,13 +120,13 @@ class SlaveSynchronizer:
         body = await self._fetch(master, RequestCode.GET_ALL_DELAY_OFFSET)
         if not body:
             return
-        await asyncio.to_thread(write_atomically, self._broker.config.config_dir / DELAY_OFFSET_FILE, body)
-        self._broker.schedule.load()
+        await asyncio.to_thread(write_atomically, self._config.config_dir / DELAY_OFFSET_FILE, body)
+        self._schedule.load()
         log.debug("updated the delay offsets from master %s", master)
 
     async def _sync_groups(self, master: str) -> None:
         body = await self._fetch(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
-        if self._broker.subscription_groups.replace_from_json(body):
+        if self._groups.replace_from_json(body):
             log.info("updated the subscription groups from master %s", master)
 
 

@@ -11,9 +11,9 @@ remark (or not at all); here the remark says ACL is off.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
 from broker.acl import AccountConfig, AclError, PlainAclManager
+from broker.config import BrokerConfig
 from broker.processors.common import read_header
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.acl import GetBrokerClusterAclConfigResponseBody, PlainAccessConfig
@@ -25,9 +25,6 @@ from rocketmq_wire.headers.acl import (
     UpdateGlobalWhiteAddrsConfigRequestHeader,
 )
 from rocketmq_wire.transport import Connection
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.acl")
 
@@ -45,12 +42,10 @@ def split_list(text: str | None) -> list[str] | None:
 
 
 class _AclProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    """An ACL administration code: all of them work on the ACL rules in force (``None`` with ACL off)."""
 
-    @property
-    def manager(self) -> PlainAclManager | None:
-        return self._broker.acl
+    def __init__(self, *, acl: PlainAclManager | None) -> None:
+        self.manager = acl
 
 
 class UpdateAccessConfigProcessor(_AclProcessor):
@@ -120,17 +115,21 @@ class UpdateGlobalWhiteAddrsProcessor(_AclProcessor):
 class GetAclVersionProcessor(_AclProcessor):
     """GET_BROKER_CLUSTER_ACL_INFO: the ACL file's version, and the broker's identity."""
 
+    def __init__(self, *, acl: PlainAclManager | None, config: BrokerConfig) -> None:
+        super().__init__(acl=acl)
+        self._config = config
+
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         manager = self.manager
         if manager is None:
             return request.make_response(ResponseCode.SYSTEM_ERROR, ACL_OFF)
-        config = self._broker.config
+        config = self._config
         stamp = manager.version
         header = GetBrokerAclConfigResponseHeader(
             version=stamp.to_json().decode("utf-8"),
             all_acl_file_version=dumps({str(manager.path): stamp.to_bean()}),
             broker_name=config.broker_name,
-            broker_addr=self._broker.address,
+            broker_addr=config.broker_addr,
             cluster_name=config.broker_cluster_name,
         )
         return request.make_response(ResponseCode.SUCCESS, header=header)

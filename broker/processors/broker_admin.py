@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import logging
 import shutil
+from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
 
+from broker.config import BrokerConfig
+from broker.flow_control import SendFlowControl
+from broker.long_polling import PullRequestHoldService
+from broker.registration import ChangeAnnouncer
+from broker.stats import BrokerStats
+from broker.store import MessageStore
 from rocketmq_wire import DEFAULT_VERSION, CodecError, RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.properties_text import PropertiesBody
+from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.headers.admin import GetBrokerConfigResponseHeader
 from rocketmq_wire.transport import Connection
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.processors.broker_admin")
 
@@ -42,14 +46,25 @@ def _disk(path: Path) -> tuple[float, str]:
 
 
 class GetBrokerRuntimeInfoProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        stats: BrokerStats,
+        store: MessageStore,
+        send_flow_control: SendFlowControl,
+        pull_holder: PullRequestHoldService,
+    ) -> None:
+        self._config = config
+        self._stats = stats
+        self._store = store
+        self._send_flow_control = send_flow_control
+        self._pull_holder = pull_holder
 
     def table(self) -> dict[str, str]:
-        broker = self._broker
-        stats = broker.stats
-        store = broker.store
-        root = Path(broker.config.store_path_root_dir)
+        stats = self._stats
+        store = self._store
+        root = Path(self._config.store_path_root_dir)
         ratio, capacity = _disk(root / "commitlog")
         ratio_text = f"{ratio:.2f}"
         put_tps = stats.per_second(stats.put_messages_total)
@@ -59,7 +74,7 @@ class GetBrokerRuntimeInfoProcessor:
         total_tps = found_tps + miss_tps
         average = stats.put_size_total / stats.put_times_total if stats.put_times_total else 0.0
         min_offset = store.min_physical_offset if store.max_physical_offset > 0 else -1
-        sends = broker.send_flow_control
+        sends = self._send_flow_control
         table = {
             "brokerVersionDesc": MQVersion.name_of(DEFAULT_VERSION),
             "brokerVersion": str(DEFAULT_VERSION),
@@ -93,9 +108,9 @@ class GetBrokerRuntimeInfoProcessor:
             "remainTransientStoreBufferNumbs": "2147483647",
             "startAcceptSendRequestTimeStamp": "0",
             "sendThreadPoolQueueSize": str(sends.queued),
-            "sendThreadPoolQueueCapacity": str(broker.config.send_thread_pool_queue_capacity),
+            "sendThreadPoolQueueCapacity": str(self._config.send_thread_pool_queue_capacity),
             "sendThreadPoolQueueHeadWaitTimeMills": str(sends.head_wait_ms()),
-            "pullThreadPoolQueueSize": str(broker.pull_holder.held_count),
+            "pullThreadPoolQueueSize": str(self._pull_holder.held_count),
             "pullThreadPoolQueueCapacity": "100000",
             "pullThreadPoolQueueHeadWaitTimeMills": "0",
             "queryThreadPoolQueueSize": "0",
@@ -112,36 +127,45 @@ class GetBrokerRuntimeInfoProcessor:
 
 
 class GetBrokerConfigProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, config: BrokerConfig, config_version: DataVersion) -> None:
+        self._config = config
+        self._config_version = config_version
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
-        header = GetBrokerConfigResponseHeader(version=broker.config_version.to_json().decode())
-        body = broker.config.to_properties().encode("utf-8")
+        header = GetBrokerConfigResponseHeader(version=self._config_version.to_json().decode())
+        body = self._config.to_properties().encode("utf-8")
         return request.make_response(ResponseCode.SUCCESS, header=header, body=body)
 
 
 class UpdateBrokerConfigProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    """Applies new settings; ``on_config_changed`` lets the parts that copied a setting follow it."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        announcer: ChangeAnnouncer,
+        on_config_changed: Callable[[list[str]], None],
+    ) -> None:
+        self._config = config
+        self._announcer = announcer
+        self._on_config_changed = on_config_changed
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
         if request.body:
             try:
                 properties = dict(PropertiesBody.from_text(request.body).properties)
             except CodecError as exc:
                 log.error("updateBrokerConfig from %s: %s", conn.remote_address, exc)
                 return request.make_response(ResponseCode.SYSTEM_ERROR, "string2Properties error")
-            if broker.config.blacklisted(properties):
+            if self._config.blacklisted(properties):
                 return request.make_response(
                     ResponseCode.NO_PERMISSION, "Can not update config in black list."
                 )
             log.info("updateBrokerConfig from %s: %s", conn.remote_address, properties)
-            seen = broker.announcer.changes
-            changed = broker.config.update(properties)
+            seen = self._announcer.changes
+            changed = self._config.update(properties)
             if changed:
-                broker.config_changed(changed)
-            await broker.announcer.announced_since(seen)  # a new brokerPermission is routed once answered
+                self._on_config_changed(changed)
+            await self._announcer.announced_since(seen)  # a new brokerPermission is routed once answered
         return request.make_response(ResponseCode.SUCCESS)

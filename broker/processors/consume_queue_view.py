@@ -8,27 +8,25 @@ its size and tags); this store keeps no consume-queue extension units, so those 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from broker.clients import ConsumerManager
 from broker.processors.common import read_header
+from broker.store import MessageStore
 from rocketmq_wire import RemotingCommand, ResponseCode, fastjson
 from rocketmq_wire.bodies import ConsumeQueueData, QueryConsumeQueueResponseBody
 from rocketmq_wire.bodies.subscription import tag_code
 from rocketmq_wire.headers.query import QueryConsumeQueueRequestHeader
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 
 class QueryConsumeQueueProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, consumers: ConsumerManager, store: MessageStore) -> None:
+        self._consumers = consumers
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, QueryConsumeQueueRequestHeader)
         topic, queue_id = str(header.topic), int(header.queue_id or 0)
-        store = self._broker.store
+        store = self._store
         if queue_id not in store.topics().get(topic, []):
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"{queue_id}@{topic} is not exist!")
         body = QueryConsumeQueueResponseBody(
@@ -36,7 +34,7 @@ class QueryConsumeQueueProcessor:
             min_queue_index=store.get_min_offset(topic, queue_id),
         )
         if header.consumer_group is not None:
-            group = self._broker.consumer_manager.group(header.consumer_group)
+            group = self._consumers.group(header.consumer_group)
             subscription = group.find_subscription(topic) if group is not None else None
             body.subscription_data = subscription
             if subscription is None:

@@ -4,9 +4,12 @@ consumerProgress`` / ``consumerConnection`` / ``topicStatus`` ask a broker about
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.clients import ConsumerManager
+from broker.config import BrokerConfig
 from broker.processors.common import read_header
+from broker.store import ConsumerOffsetStore, MessageStore
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.consumer import Connection as ConnectionBody
 from rocketmq_wire.bodies.consumer import ConsumerConnection, GroupList
@@ -19,28 +22,50 @@ from rocketmq_wire.headers.consumer import (
 from rocketmq_wire.headers.topic import QueryTopicConsumeByWhoRequestHeader
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 log = logging.getLogger("broker.processors.consumer_admin")
 
 
+def queue_progress(
+    store: MessageStore, offsets: ConsumerOffsetStore, group: str, topic: str, queue_id: int
+) -> OffsetWrapper:
+    """How far ``group`` has consumed one queue: the queue's end, the group's committed offset and when the
+    last message it consumed was stored (0 when unknown), each at least 0 as ``consumerProgress`` prints
+    them. Both consume-stats answers (one group, every group) are made of these."""
+    broker_offset = max(0, store.get_max_offset(topic, queue_id))
+    consumer_offset = max(0, offsets.query_offset(group, topic, queue_id))
+    last = 0
+    if consumer_offset > 0:
+        last = max(0, store.get_store_time(topic, queue_id, consumer_offset - 1))
+    return OffsetWrapper(broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last)
+
+
 class GetConsumeStatsProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        offsets: ConsumerOffsetStore,
+        consumers: ConsumerManager,
+        store: MessageStore,
+    ) -> None:
+        self._config = config
+        self._topics = topics
+        self._offsets = offsets
+        self._consumers = consumers
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
         header = read_header(request, GetConsumeStatsRequestHeader)
         group = str(header.consumer_group)
         if header.topic and header.topic.strip():
             wanted = [header.topic]
         else:
-            wanted = sorted(broker.consumer_offsets.topics_of_group(group))
-        group_info = broker.consumer_manager.group(group)
+            wanted = sorted(self._offsets.topics_of_group(group))
+        group_info = self._consumers.group(group)
         table: dict[MessageQueue, OffsetWrapper] = {}
         for topic in wanted:
-            config = broker.topic_config_manager.select(topic)
+            config = self._topics.select(topic)
             if config is None:
                 log.warning("consume stats of group %s: topic %s does not exist", group, topic)
                 continue
@@ -52,27 +77,20 @@ class GetConsumeStatsProcessor:
                 log.warning("consume stats: group %s is online but does not subscribe to %s", group, topic)
                 continue
             for queue_id in range(config.read_queue_nums):
-                broker_offset = max(0, broker.store.get_max_offset(topic, queue_id))
-                consumer_offset = max(0, broker.consumer_offsets.query_offset(group, topic, queue_id))
-                last = 0
-                if consumer_offset > 0:
-                    last = max(0, broker.store.get_store_time(topic, queue_id, consumer_offset - 1))
-                queue = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=queue_id)
-                table[queue] = OffsetWrapper(
-                    broker_offset=broker_offset, consumer_offset=consumer_offset, last_timestamp=last
-                )
+                queue = MessageQueue(topic=topic, broker_name=self._config.broker_name, queue_id=queue_id)
+                table[queue] = queue_progress(self._store, self._offsets, group, topic, queue_id)
         body = ConsumeStats(offset_table=table, consume_tps=0.0).to_json()
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
 
 class GetConsumerConnectionListProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, consumers: ConsumerManager) -> None:
+        self._consumers = consumers
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, GetConsumerConnectionListRequestHeader)
         group = str(header.consumer_group)
-        group_info = self._broker.consumer_manager.group(group)
+        group_info = self._consumers.group(group)
         if group_info is None:
             return request.make_response(
                 ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online"
@@ -96,16 +114,14 @@ class GetConsumerConnectionListProcessor:
 
 
 class QueryTopicConsumeByWhoProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, consumers: ConsumerManager, offsets: ConsumerOffsetStore) -> None:
+        self._consumers = consumers
+        self._offsets = offsets
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
         header = read_header(request, QueryTopicConsumeByWhoRequestHeader)
         topic = str(header.topic)
-        groups = broker.consumer_manager.groups_of_topic(topic) | broker.consumer_offsets.groups_of_topic(
-            topic
-        )
+        groups = self._consumers.groups_of_topic(topic) | self._offsets.groups_of_topic(topic)
         return request.make_response(
             ResponseCode.SUCCESS, body=GroupList(group_list=sorted(groups)).to_json()
         )

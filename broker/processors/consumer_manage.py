@@ -4,9 +4,10 @@ rebalance and to resume where its group left off (Apache's ``ConsumerManageProce
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.clients import ConsumerManager
 from broker.processors.common import read_header
+from broker.store import ConsumerOffsetStore, MessageStore
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
 from rocketmq_wire.headers.consumer import GetConsumerListByGroupRequestHeader
@@ -17,20 +18,17 @@ from rocketmq_wire.headers.offset import (
 )
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 log = logging.getLogger("broker.processors.consumer_manage")
 
 
 class GetConsumerListByGroupProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, consumers: ConsumerManager) -> None:
+        self._consumers = consumers
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, GetConsumerListByGroupRequestHeader)
         group = str(header.consumer_group)
-        group_info = self._broker.consumer_manager.group(group)
+        group_info = self._consumers.group(group)
         if group_info is not None:
             ids = group_info.client_ids()
             if ids:
@@ -43,19 +41,19 @@ class GetConsumerListByGroupProcessor:
 
 
 class QueryConsumerOffsetProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, offsets: ConsumerOffsetStore, store: MessageStore) -> None:
+        self._offsets = offsets
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
         header = read_header(request, QueryConsumerOffsetRequestHeader)
         group, topic, queue_id = str(header.consumer_group), str(header.topic), int(header.queue_id or 0)
-        offset = broker.consumer_offsets.query_offset(group, topic, queue_id)
+        offset = self._offsets.query_offset(group, topic, queue_id)
         if offset < 0 and header.set_zero_if_not_found is False:
             return request.make_response(
                 ResponseCode.QUERY_NOT_FOUND, "Not found, do not set to zero, maybe this group boot first"
             )
-        if offset < 0 and broker.store.get_min_offset(topic, queue_id) <= 0:
+        if offset < 0 and self._store.get_min_offset(topic, queue_id) <= 0:
             # A group that never committed reads a queue whose start is still on disk from the beginning.
             offset = 0
         if offset >= 0:
@@ -68,12 +66,12 @@ class QueryConsumerOffsetProcessor:
 
 
 class UpdateConsumerOffsetProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, offsets: ConsumerOffsetStore) -> None:
+        self._offsets = offsets
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, UpdateConsumerOffsetRequestHeader)
-        self._broker.consumer_offsets.commit_offset(
+        self._offsets.commit_offset(
             str(header.consumer_group),
             str(header.topic),
             int(header.queue_id or 0),

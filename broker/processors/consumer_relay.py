@@ -10,9 +10,11 @@ the broker fills in its name and the stored message named by the offset message 
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.clients import ClientChannel, ConsumerManager
+from broker.config import BrokerConfig
 from broker.processors.common import read_header
+from broker.store import MessageStore
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.errors import CodecError
@@ -22,9 +24,6 @@ from rocketmq_wire.headers.consumer import (
 )
 from rocketmq_wire.message.ids import decode_offset_msg_id
 from rocketmq_wire.transport import Connection, RemotingError, RemotingTimeoutError
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.processors.consumer_relay")
 
@@ -37,8 +36,13 @@ _V3_1_8_SNAPSHOT = MQVersion.value_of("V3_1_8_SNAPSHOT")
 class ConsumerRelayProcessor:
     """Forwards one of the two codes to the consumer named by group and client id."""
 
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(
+        self, *, config: BrokerConfig, consumers: ConsumerManager, store: MessageStore, channel: ClientChannel
+    ) -> None:
+        self._config = config
+        self._consumers = consumers
+        self._store = store
+        self._channel = channel
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         if request.code == RequestCode.GET_CONSUMER_RUNNING_INFO:
@@ -51,9 +55,9 @@ class ConsumerRelayProcessor:
         except (CodecError, ValueError):
             pass  # Apache forwards the request without a message as well
         else:
-            body = self._broker.store.lookup_message_by_physical_offset(offset) or body
+            body = self._store.lookup_message_by_physical_offset(offset) or body
         fields = dict(request.fields())
-        fields["brokerName"] = self._broker.config.broker_name
+        fields["brokerName"] = self._config.broker_name
         return await self._call(
             request, str(direct.consumer_group), str(direct.client_id), body=body, fields=fields
         )
@@ -67,7 +71,7 @@ class ConsumerRelayProcessor:
         body: bytes | None = None,
         fields: dict[str, str] | None = None,
     ) -> RemotingCommand:
-        info = self._broker.consumer_manager.group(group)
+        info = self._consumers.group(group)
         member = None
         if info is not None:
             member = next((c for c in info.channels.values() if c.client_id == client_id), None)
@@ -88,7 +92,7 @@ class ConsumerRelayProcessor:
             ext_fields=dict(request.fields()) if fields is None else fields,
         )
         try:
-            return await self._broker.server.invoke(member.conn, forwarded, CALL_CLIENT_TIMEOUT_MS)
+            return await self._channel.invoke(member.conn, forwarded, CALL_CLIENT_TIMEOUT_MS)
         except RemotingTimeoutError as exc:
             return request.make_response(
                 ResponseCode.CONSUME_MSG_TIMEOUT, f"consumer <{group}> <{client_id}> Timeout: {exc}"

@@ -8,26 +8,25 @@ changes nothing and is not answered: the broker will ask again later. A slave ta
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.config import BrokerConfig
 from broker.processors.common import read_header
+from broker.transaction import TransactionalMessageService
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.headers.transaction import EndTransactionRequestHeader, TransactionType
 from rocketmq_wire.transport import Connection
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.processors.end_transaction")
 
 
 class EndTransactionProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, config: BrokerConfig, transactions: TransactionalMessageService) -> None:
+        self._config = config
+        self._transactions = transactions
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, EndTransactionRequestHeader)
-        if self._broker.config.is_slave:
+        if self._config.is_slave:
             log.warning("end of transaction %s refused: this broker is a slave", header.msg_id)
             return request.make_response(ResponseCode.SLAVE_NOT_AVAILABLE)
         verdict = int(header.commit_or_rollback or 0)
@@ -49,7 +48,7 @@ class EndTransactionProcessor:
             conn.remote_address,
             TransactionType(verdict).name,
         )
-        outcome = await self._broker.transactions.end(
+        outcome = await self._transactions.end(
             group, int(header.tran_state_table_offset or 0), int(header.commit_log_offset or 0), verdict
         )
         if outcome.remark is not None:

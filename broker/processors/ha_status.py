@@ -7,18 +7,14 @@ request and only logs the slave's lag.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from broker.ha.service import HighAvailability
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 
 class GetBrokerHaStatusProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, ha: HighAvailability) -> None:
+        self._ha = ha
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        return request.make_response(ResponseCode.SUCCESS, body=self._broker.ha.status_body())
+        return request.make_response(ResponseCode.SUCCESS, body=self._ha.status_body())

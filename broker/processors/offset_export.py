@@ -5,28 +5,25 @@ them (the JSON Apache keeps in ``config/consumerOffset.json``, ``delayOffset.jso
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from broker.schedule import ScheduleMessageService
+from broker.store import ConsumerOffsetStore
+from broker.subscription_groups import SubscriptionGroupManager
 from rocketmq_wire import RemotingCommand, ResponseCode, fastjson
 from rocketmq_wire.bodies.consumer import ConsumerOffsetSerializeWrapper
 from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 
 class GetAllConsumerOffsetProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, offsets: ConsumerOffsetStore) -> None:
+        self._offsets = offsets
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         table = {
-            f"{topic}@{group}": dict(offsets)
-            for (topic, group), offsets in self._broker.consumer_offsets.table().items()
+            f"{topic}@{group}": dict(offsets) for (topic, group), offsets in self._offsets.table().items()
         }
         # The data version is what a 5.x slave stamps its copy with (it fails on a body without one).
-        version = self._broker.consumer_offsets.data_version
+        version = self._offsets.data_version
         body = ConsumerOffsetSerializeWrapper(
             offset_table=table,
             data_version=DataVersion(
@@ -37,32 +34,27 @@ class GetAllConsumerOffsetProcessor:
 
 
 class GetAllDelayOffsetProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, schedule: ScheduleMessageService) -> None:
+        self._schedule = schedule
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        offsets: dict[fastjson.JsonKey, fastjson.JsonValue] = dict(
-            sorted(self._broker.schedule.offsets().items())
-        )
+        offsets: dict[fastjson.JsonKey, fastjson.JsonValue] = dict(sorted(self._schedule.offsets().items()))
         body = fastjson.dump_bytes(fastjson.Bean({"offsetTable": offsets}))
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
 
 class GetAllSubscriptionGroupProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, groups: SubscriptionGroupManager) -> None:
+        self._groups = groups
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        body = self._broker.subscription_groups.to_json()
+        body = self._groups.to_json()
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
 
 class GetAllMessageRequestModeProcessor:
     """GET_ALL_MESSAGE_REQUEST_MODE (5.x): which groups consume by POP. None here; a 5.x slave asks its
     master every sync round and logs an error for a master that does not answer."""
-
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         body = fastjson.dump_bytes(fastjson.Bean({"messageRequestModeMap": {}}))

@@ -6,8 +6,8 @@ group (``mqadmin producerConnection``), and GET_ALL_PRODUCER_INFO, every group w
 from __future__ import annotations
 
 import ipaddress
-from typing import TYPE_CHECKING
 
+from broker.clients import ProducerManager
 from broker.processors.common import read_header
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.consumer import Connection as ConnectionBody
@@ -15,18 +15,15 @@ from rocketmq_wire.bodies.consumer import ProducerConnection, ProducerInfo, Prod
 from rocketmq_wire.headers.consumer import GetProducerConnectionListRequestHeader
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 
 class GetProducerConnectionListProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, producers: ProducerManager) -> None:
+        self._producers = producers
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, GetProducerConnectionListRequestHeader)
         group = str(header.producer_group)
-        members = self._broker.producer_manager.members(group)
+        members = self._producers.members(group)
         if not members:
             return request.make_response(ResponseCode.SYSTEM_ERROR, f"the producer group[{group}] not exist")
         body = ProducerConnection(
@@ -70,12 +67,12 @@ class GetAllProducerInfoProcessor:
     since clients announce it in their heartbeats.
     """
 
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, producers: ProducerManager) -> None:
+        self._producers = producers
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         data: dict[str, list[ProducerInfo]] = {}
-        for group, members in self._broker.producer_manager.table().items():
+        for group, members in self._producers.table().items():
             data[group] = [
                 ProducerInfo(
                     client_id=info.client_id,

@@ -14,12 +14,16 @@ consumer whose offset it does not have (``offsetCheckInSlave``), and ``suggestWh
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.clients import ConsumerManager
+from broker.config import BrokerConfig
 from broker.filtering import tag_codes
+from broker.long_polling import PullRequestHoldService
 from broker.processors.common import read_header
-from broker.store import GetMessageStatus
-from broker.subscription_groups import MASTER_ID
+from broker.stats import BrokerStats
+from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
+from broker.subscription_groups import MASTER_ID, SubscriptionGroupManager
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.bodies.heartbeat import SubscriptionData
 from rocketmq_wire.bodies.subscription import build_subscription, is_tag_type
@@ -28,9 +32,6 @@ from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResp
 from rocketmq_wire.message import sysflag
 from rocketmq_wire.perm import is_readable
 from rocketmq_wire.transport import Connection
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.processors.pull")
 
@@ -46,8 +47,31 @@ _CODE_BY_STATUS = {
 
 
 class PullMessageProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    """Answers a pull from the store, or holds it in ``pull_holder`` until messages arrive.
+
+    The hold service hands a held pull back to :meth:`process` (with ``allow_suspend`` off) when it is due.
+    """
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        offsets: ConsumerOffsetStore,
+        consumers: ConsumerManager,
+        store: MessageStore,
+        stats: BrokerStats,
+        pull_holder: PullRequestHoldService,
+    ) -> None:
+        self._config = config
+        self._topics = topics
+        self._groups = groups
+        self._offsets = offsets
+        self._consumers = consumers
+        self._store = store
+        self._stats = stats
+        self._pull_holder = pull_holder
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         return self.answer_now(request, conn)
@@ -61,8 +85,7 @@ class PullMessageProcessor:
         self, request: RemotingCommand, conn: Connection, allow_suspend: bool
     ) -> RemotingCommand | None:
         """The answer to a pull, or ``None`` when it is held for long polling."""
-        broker = self._broker
-        config = broker.config
+        config = self._config
         header = read_header(request, PullMessageRequestHeader)
         assert header.consumer_group is not None and header.topic is not None
         group, topic = header.consumer_group, header.topic
@@ -74,7 +97,7 @@ class PullMessageProcessor:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{config.broker_ip1}] pulling message is forbidden"
             )
-        group_config = broker.subscription_groups.find(group)
+        group_config = self._groups.find(group)
         if group_config is None:
             return request.make_response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -85,7 +108,7 @@ class PullMessageProcessor:
                 ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
             )
 
-        topic_config = broker.topic_config_manager.select_shared(topic)
+        topic_config = self._topics.select_shared(topic)
         if topic_config is None:
             log.error("pull from topic %s, which does not exist, by %s", topic, conn.remote_address)
             return request.make_response(
@@ -114,7 +137,7 @@ class PullMessageProcessor:
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
                 )
         else:
-            group_info = broker.consumer_manager.group(group)
+            group_info = self._consumers.group(group)
             if group_info is None:
                 return request.make_response(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
@@ -143,10 +166,10 @@ class PullMessageProcessor:
             )
 
         codes = tag_codes(subscription)
-        result = broker.store.get_messages(
+        result = self._store.get_messages(
             topic, queue_id, queue_offset, max(0, int(header.max_msg_nums or 0)), codes
         )
-        broker.stats.got(result.message_count)
+        self._stats.got(result.message_count)
         # Where the consumer should pull next (Apache's suggestWhichBrokerId): the master, unless slave reads
         # are enabled -- then the group's brokerId, or whichBrokerWhenConsumeSlowly for a consumer so far
         # behind that its messages left memory. (Apache's slave also sets PULL_RETRY_IMMEDIATELY when slave
@@ -196,7 +219,7 @@ class PullMessageProcessor:
             timeout = int(header.suspend_timeout_millis or 0)
             if not config.long_polling_enable:
                 timeout = config.short_polling_time_mills
-            broker.pull_holder.suspend(topic, queue_id, request, conn, queue_offset, codes, timeout)
+            self._pull_holder.suspend(topic, queue_id, request, conn, queue_offset, codes, timeout)
             answer = None
         else:
             answer = request.make_response(
@@ -205,5 +228,5 @@ class PullMessageProcessor:
 
         if allow_suspend and sysflag.has_commit_offset(pull_flag) and not config.is_slave:
             commit = int(header.commit_offset or 0)
-            broker.consumer_offsets.commit_offset(group, topic, queue_id, commit)
+            self._offsets.commit_offset(group, topic, queue_id, commit)
         return answer

@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
+from broker.config import BrokerConfig
 from broker.processors.common import read_header
+from broker.store import MessageStore
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.headers.query import (
     UNIQUE_KEY_QUERY,
@@ -15,22 +15,19 @@ from rocketmq_wire.headers.query import (
 )
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 #: The ext entry (not a header field) by which a query asks for the unique key rather than KEYS.
 
 
 class QueryMessageProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, config: BrokerConfig, store: MessageStore) -> None:
+        self._config = config
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
         header = read_header(request, QueryMessageRequestHeader)
         unique = request.fields().get(UNIQUE_KEY_QUERY) == "true"
-        max_num = broker.config.default_query_max_num if unique else int(header.max_num or 0)
-        result = broker.store.query_messages(
+        max_num = self._config.default_query_max_num if unique else int(header.max_num or 0)
+        result = self._store.query_messages(
             str(header.topic),
             str(header.key),
             max_num,
@@ -52,13 +49,13 @@ class QueryMessageProcessor:
 
 
 class ViewMessageByIdProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, store: MessageStore) -> None:
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, ViewMessageRequestHeader)
         offset = int(header.offset or 0)
-        data = self._broker.store.lookup_message_by_physical_offset(offset)
+        data = self._store.lookup_message_by_physical_offset(offset)
         if data is None:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"can not find message by the offset, {offset}"

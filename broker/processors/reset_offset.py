@@ -18,18 +18,18 @@ a member waiting in a long poll only sees when its poll ends.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.clients import ClientChannel, ConsumerManager
+from broker.config import BrokerConfig
 from broker.processors.common import read_header
+from broker.store import ConsumerOffsetStore, MessageStore
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.consumer import ResetOffsetBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.headers.offset import ResetOffsetRequestHeader
 from rocketmq_wire.transport import Connection, RemotingError
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.processors.reset_offset")
 
@@ -40,8 +40,22 @@ TO_LATEST = -1
 
 
 class ResetOffsetProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        offsets: ConsumerOffsetStore,
+        consumers: ConsumerManager,
+        store: MessageStore,
+        channel: ClientChannel,
+    ) -> None:
+        self._config = config
+        self._topics = topics
+        self._offsets = offsets
+        self._consumers = consumers
+        self._store = store
+        self._channel = channel
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, ResetOffsetRequestHeader)
@@ -55,13 +69,13 @@ class ResetOffsetProcessor:
             timestamp,
             force,
         )
-        offsets = self._offsets(topic, group, timestamp, force)
+        offsets = self._reset_offsets(topic, group, timestamp, force)
         if isinstance(offsets, str):
             log.error(offsets)
             return request.make_response(ResponseCode.SYSTEM_ERROR, offsets)
         body = ResetOffsetBody(offset_table=offsets).to_json()
 
-        members = self._broker.consumer_manager.group(group)
+        members = self._consumers.group(group)
         if members is None or not members.channels:
             remark = (
                 f"Consumer not online, so can not reset offset, Group: {group} Topic: {topic} "
@@ -85,7 +99,7 @@ class ResetOffsetProcessor:
         for member in list(members.channels.values()):
             command = RemotingCommand.request(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, notice, body)
             try:
-                await self._broker.server.invoke_oneway(member.conn, command)
+                await self._channel.invoke_oneway(member.conn, command)
             except (RemotingError, OSError) as exc:  # one member gone must not keep the others from the reset
                 log.error(
                     "[reset-offset] reset offset exception. topic=%s, group=%s, error=%s", topic, group, exc
@@ -99,16 +113,17 @@ class ResetOffsetProcessor:
                 )
         return request.make_response(ResponseCode.SUCCESS, body=body)
 
-    def _offsets(self, topic: str, group: str, timestamp: int, force: bool) -> dict[MessageQueue, int] | str:
+    def _reset_offsets(
+        self, topic: str, group: str, timestamp: int, force: bool
+    ) -> dict[MessageQueue, int] | str:
         """Each write queue's new offset, or the refusal's remark."""
-        broker = self._broker
-        topic_config = broker.topic_config_manager.select(topic)
+        topic_config = self._topics.select(topic)
         if topic_config is None:
             return f"[reset-offset] reset offset failed, no topic in this broker. topic={topic}"
-        store = broker.store
+        store = self._store
         offsets: dict[MessageQueue, int] = {}
         for queue_id in range(topic_config.write_queue_nums):
-            consumed = broker.consumer_offsets.query_offset(group, topic, queue_id)
+            consumed = self._offsets.query_offset(group, topic, queue_id)
             if consumed == -1:
                 return f"THe consumer group <{group}> not exist"
             if timestamp == TO_LATEST:
@@ -123,6 +138,6 @@ class ResetOffsetProcessor:
                     target,
                 )
                 target = 0
-            queue = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=queue_id)
+            queue = MessageQueue(topic=topic, broker_name=self._config.broker_name, queue_id=queue_id)
             offsets[queue] = target if force or target < consumed else consumed
         return offsets

@@ -19,12 +19,16 @@ import dataclasses
 import logging
 import random
 import shutil
-from typing import TYPE_CHECKING
 
-from broker.message_service import stored_properties
+from broker.config import BrokerConfig
+from broker.message_service import MessageService, stored_properties
 from broker.processors.common import BadRequest, read_header
+from broker.registration import ChangeAnnouncer
+from broker.schedule import ScheduleMessageService
 from broker.store import PutMessageResult, PutMessageStatus
-from broker.topic_config_manager import describe
+from broker.subscription_groups import SubscriptionGroupManager
+from broker.topic_config_manager import TopicConfigManager, describe
+from broker.transaction import TransactionalMessageService
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, topics
 from rocketmq_wire.bodies.topic_config import TopicConfig
 from rocketmq_wire.codes import MQVersion
@@ -37,13 +41,11 @@ from rocketmq_wire.headers.send import (
 from rocketmq_wire.javahash import ExtFields
 from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.batch import decode_batch, merge_batch_properties
+from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.message.properties import decode_properties
 from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.perm import PERM_READ, PERM_WRITE, is_writeable
 from rocketmq_wire.transport import Connection, DeferredAnswer
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
 
 log = logging.getLogger("broker.processors.send")
 
@@ -93,8 +95,28 @@ def disk_summary(path: str) -> str:
 
 
 class SendMessageProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    """Stores a producer's message or batch, after Apache's checks, and answers with where it went."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        messages: MessageService,
+        schedule: ScheduleMessageService,
+        transactions: TransactionalMessageService,
+        unique_ids: UniqueIdGenerator,
+        announcer: ChangeAnnouncer,
+    ) -> None:
+        self._config = config
+        self._topics = topics
+        self._groups = groups
+        self._messages = messages
+        self._schedule = schedule
+        self._transactions = transactions
+        self._unique_ids = unique_ids
+        self._announcer = announcer
         self._random = random.Random()
 
     # -- the answer's frame -----------------------------------------------------------------------------
@@ -106,7 +128,7 @@ class SendMessageProcessor:
         remark: str | None = None,
         header: SendMessageResponseHeader | None = None,
     ) -> RemotingCommand:
-        config = self._broker.config
+        config = self._config
         answer = request.make_response(code, remark, header)
         answer.ext_fields = ExtFields(
             {const.MSG_REGION: config.region_id, const.TRACE_ON: "true" if config.trace_on else "false"}
@@ -117,7 +139,7 @@ class SendMessageProcessor:
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | DeferredAnswer:
         header = parse_send_header(request)
-        announcer = self._broker.announcer
+        announcer = self._announcer
         seen = announcer.changes
         topic_config = self._check(request, header, conn)
         if isinstance(topic_config, RemotingCommand):
@@ -134,10 +156,9 @@ class SendMessageProcessor:
         self, request: RemotingCommand, header: SendHeader, conn: Connection
     ) -> TopicConfig | RemotingCommand:
         """``msgCheck``: the topic config to send with, or the error answer."""
-        broker = self._broker
-        config = broker.config
+        config = self._config
         topic = str(header.topic)
-        manager = broker.topic_config_manager
+        manager = self._topics
         if not is_writeable(config.broker_permission) and manager.is_order_topic(topic):
             return self._answer(
                 request,
@@ -191,8 +212,7 @@ class SendMessageProcessor:
         conn: Connection,
         topic_config: TopicConfig,
     ) -> RemotingCommand | DeferredAnswer:
-        broker = self._broker
-        config = broker.config
+        config = self._config
         topic = str(header.topic)
         queue_id = int(header.queue_id or 0)
         if queue_id < 0:
@@ -211,7 +231,7 @@ class SendMessageProcessor:
         if topic_config.topic_filter_type == "MULTI_TAG":
             sys_flag |= sysflag.MULTI_TAGS
         if not properties.get(const.UNIQ_KEY):
-            properties[const.UNIQ_KEY] = broker.unique_ids.next_id()
+            properties[const.UNIQ_KEY] = self._unique_ids.next_id()
         properties[const.CLUSTER] = config.broker_cluster_name
         # A stored message does not keep WAIT (it only matters while storing); Apache drops it the same way,
         # by taking it out of the map and putting it back afterwards -- at the end of the map, which decides
@@ -241,10 +261,10 @@ class SendMessageProcessor:
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{config.broker_ip1}] sending transaction message is forbidden",
                 )
-            half = broker.transactions.make_half(message, properties)
-            result = await broker.transactions.prepare(half)
+            half = self._transactions.make_half(message, properties)
+            result = await self._transactions.prepare(half)
             return self._put_answer(request, result, queue_id, properties.get(const.UNIQ_KEY))
-        real_topic, real_queue = broker.schedule.apply_delay(properties, topic, queue_id)
+        real_topic, real_queue = self._schedule.apply_delay(properties, topic, queue_id)
         if real_topic != topic:
             message = dataclasses.replace(
                 message,
@@ -262,9 +282,8 @@ class SendMessageProcessor:
         reconsume_times: int,
     ) -> tuple[str, int] | RemotingCommand | None:
         """For a ``%RETRY%`` topic: the dead-letter destination once past the retry limit, else ``None``."""
-        broker = self._broker
         group = str(header.topic)[len(topics.RETRY_GROUP_TOPIC_PREFIX) :]
-        group_config = broker.subscription_groups.find(group)
+        group_config = self._groups.find(group)
         if group_config is None:
             return self._answer(
                 request,
@@ -277,7 +296,7 @@ class SendMessageProcessor:
         if reconsume_times <= max_times:
             return None
         dlq = topics.dlq_topic(group)
-        broker.topic_config_manager.create_if_absent(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
+        self._topics.create_if_absent(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
         properties.pop(const.DELAY, None)
         log.info(
             "message of group %s retried %d times: to the dead-letter queue %s", group, reconsume_times, dlq
@@ -293,8 +312,7 @@ class SendMessageProcessor:
         conn: Connection,
         topic_config: TopicConfig,
     ) -> RemotingCommand | DeferredAnswer:
-        broker = self._broker
-        config = broker.config
+        config = self._config
         topic = str(header.topic)
         queue_id = int(header.queue_id or 0)
         if queue_id < 0:
@@ -360,7 +378,7 @@ class SendMessageProcessor:
             else:
                 promise.resolve(answer)
 
-        result = self._broker.messages.put_all_then(messages, stored)
+        result = self._messages.put_all_then(messages, stored)
         if result is None:
             promise = DeferredAnswer()
             return promise
@@ -385,7 +403,7 @@ class SendMessageProcessor:
         if status is PutMessageStatus.SERVICE_NOT_AVAILABLE:
             remark = (
                 "service not available now. It may be caused by one of the following reasons: "
-                f"the broker's disk is full [{disk_summary(self._broker.config.store_path_root_dir)}], "
+                f"the broker's disk is full [{disk_summary(self._config.store_path_root_dir)}], "
                 "messages are put to the slave, message store has been shut down, etc."
             )
             if result.reason:

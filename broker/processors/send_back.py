@@ -11,12 +11,16 @@ from __future__ import annotations
 
 import logging
 import random
-from typing import TYPE_CHECKING
 
-from broker.message_service import stored_properties
+from broker.config import BrokerConfig
+from broker.message_service import MessageService, stored_properties
 from broker.processors.common import read_header
 from broker.processors.send import DLQ_NUMS_PER_GROUP, TOPIC_SYS_FLAG_UNIT_SUB
-from broker.store import PutMessageStatus
+from broker.registration import ChangeAnnouncer
+from broker.schedule import ScheduleMessageService
+from broker.store import MessageStore, PutMessageStatus
+from broker.subscription_groups import SubscriptionGroupManager
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.errors import CodecError
@@ -26,9 +30,6 @@ from rocketmq_wire.message.stored import MessageExt, decode_message
 from rocketmq_wire.perm import PERM_READ, PERM_WRITE, is_writeable
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 log = logging.getLogger("broker.processors.send_back")
 
 #: The first retry waits at this delay level (10 s with the default table), each later one a level more.
@@ -37,12 +38,30 @@ _V3_4_9 = MQVersion.value_of("V3_4_9")
 
 
 class ConsumerSendMsgBackProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    """Stores a message a consumer failed again, for its group's retry topic or dead-letter topic."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        store: MessageStore,
+        messages: MessageService,
+        schedule: ScheduleMessageService,
+        announcer: ChangeAnnouncer,
+    ) -> None:
+        self._config = config
+        self._topics = topics
+        self._groups = groups
+        self._store = store
+        self._messages = messages
+        self._schedule = schedule
+        self._announcer = announcer
         self._random = random.Random()
 
     def _find(self, offset: int) -> MessageExt | None:
-        data = self._broker.store.lookup_message_by_physical_offset(offset)
+        data = self._store.lookup_message_by_physical_offset(offset)
         if data is None:
             return None
         try:
@@ -51,14 +70,13 @@ class ConsumerSendMsgBackProcessor:
             return None
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        return await self._broker.announcer.announcing(self._send_back(request))
+        return await self._announcer.announcing(self._send_back(request))
 
     async def _send_back(self, request: RemotingCommand) -> RemotingCommand | None:
-        broker = self._broker
-        config = broker.config
+        config = self._config
         header = read_header(request, ConsumerSendMsgBackRequestHeader)
         group = str(header.group)
-        group_config = broker.subscription_groups.find(group)
+        group_config = self._groups.find(group)
         if group_config is None:
             return request.make_response(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -74,7 +92,7 @@ class ConsumerSendMsgBackProcessor:
         new_topic = topics.retry_topic(group)
         queue_id = self._random.randrange(group_config.retry_queue_nums)
         topic_sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if header.unit_mode else 0
-        topic_config = broker.topic_config_manager.create_if_absent(
+        topic_config = self._topics.create_if_absent(
             new_topic, group_config.retry_queue_nums, PERM_READ | PERM_WRITE, topic_sys_flag
         )
         if not is_writeable(topic_config.perm):
@@ -98,9 +116,7 @@ class ConsumerSendMsgBackProcessor:
         if original.reconsume_times >= max_times or delay_level < 0:
             new_topic = topics.dlq_topic(group)
             queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
-            broker.topic_config_manager.create_if_absent(
-                new_topic, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE
-            )
+            self._topics.create_if_absent(new_topic, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
             properties.pop(const.DELAY, None)
             log.info(
                 "message %s of group %s failed %d times: to the dead-letter queue %s",
@@ -115,7 +131,7 @@ class ConsumerSendMsgBackProcessor:
             properties[const.DELAY] = str(delay_level)
         properties[const.ORIGIN_MESSAGE_ID] = properties.get(const.ORIGIN_MESSAGE_ID) or original.msg_id
 
-        real_topic, real_queue = broker.schedule.apply_delay(properties, new_topic, queue_id)
+        real_topic, real_queue = self._schedule.apply_delay(properties, new_topic, queue_id)
         retry = MessageExt(
             topic=real_topic,
             body=original.body,
@@ -128,7 +144,7 @@ class ConsumerSendMsgBackProcessor:
             store_host=config.store_host,
             reconsume_times=original.reconsume_times + 1,
         )
-        result = await broker.messages.put(retry)
+        result = await self._messages.put(retry)
         # Apache's send-back answers SYSTEM_ERROR with the status for a slave that timed out or is missing.
         if result.status in (PutMessageStatus.PUT_OK, PutMessageStatus.FLUSH_DISK_TIMEOUT):
             return request.make_response(ResponseCode.SUCCESS)

@@ -7,20 +7,14 @@ it gives that answer for every item: mqadmin then prints zero rates, as it does 
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from broker.processors.common import read_header
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.headers.admin import ViewBrokerStatsDataRequestHeader
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 
 class ViewBrokerStatsDataProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    """Needs no part of the broker: no per-item statistics are kept to look up."""
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, ViewBrokerStatsDataRequestHeader)

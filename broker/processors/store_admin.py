@@ -11,15 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from typing import TYPE_CHECKING
 
+from broker.store import MessageStore
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.topics import SCHEDULE_TOPIC, TRANS_OP_HALF_TOPIC
 from rocketmq_wire.transport import Connection
-
-if TYPE_CHECKING:
-    from broker.broker import Broker
-    from broker.store import MessageStore
 
 log = logging.getLogger("broker.processors.store_admin")
 
@@ -50,12 +47,12 @@ def expired_topics(store: MessageStore) -> list[str]:
 
 
 class CleanExpiredConsumeQueueProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, store: MessageStore) -> None:
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         log.warning("cleanExpiredConsumeQueue asked by %s", conn.remote_address)
-        store = self._broker.store
+        store = self._store
         for topic in expired_topics(store):
             store.delete_topic(topic)
             log.info("cleanExpiredConsumeQueue: consume queues of %s dropped", topic)
@@ -63,27 +60,27 @@ class CleanExpiredConsumeQueueProcessor:
 
 
 class DeleteExpiredCommitLogProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, store: MessageStore) -> None:
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         log.warning("deleteExpiredCommitLog asked by %s", conn.remote_address)
-        result = await asyncio.to_thread(self._broker.store.clean_expired)
+        result = await asyncio.to_thread(self._store.clean_expired)
         log.info("deleteExpiredCommitLog removed %s", result)
         return request.make_response(ResponseCode.SUCCESS)
 
 
 class CleanUnusedTopicProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, topics: TopicConfigManager, store: MessageStore) -> None:
+        self._topics = topics
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         log.warning("cleanUnusedTopic asked by %s", conn.remote_address)
-        broker = self._broker
-        known = broker.topic_config_manager.all()
-        for topic in sorted(broker.store.topics()):
+        known = self._topics.all()
+        for topic in sorted(self._store.topics()):
             if topic in known or topic in _KEPT_WHEN_UNUSED or _is_lmq(topic):
                 continue
-            broker.store.delete_topic(topic)
+            self._store.delete_topic(topic)
             log.info("cleanUnusedTopic: %s destroyed", topic)
         return request.make_response(ResponseCode.SUCCESS)

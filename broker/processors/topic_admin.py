@@ -8,9 +8,12 @@ default response carries ("not set any response code"), byte for byte what a 4.9
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
 
+from broker.config import BrokerConfig
 from broker.processors.common import read_header
+from broker.registration import ChangeAnnouncer
+from broker.store import MessageStore
+from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, ResponseCode, topics
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.stats import TopicOffset, TopicStatsTable
@@ -23,9 +26,6 @@ from rocketmq_wire.headers.topic import (
 )
 from rocketmq_wire.transport import Connection
 
-if TYPE_CHECKING:
-    from broker.broker import Broker
-
 log = logging.getLogger("broker.processors.topic_admin")
 
 #: The remark of a Java response whose code was set but whose default remark was never cleared.
@@ -36,9 +36,9 @@ SLAVE_REFUSAL = (
 )
 
 
-def refused_on_slave(broker: Broker, request: RemotingCommand) -> RemotingCommand | None:
+def refused_on_slave(config: BrokerConfig, request: RemotingCommand) -> RemotingCommand | None:
     """SYSTEM_ERROR for a change a slave must take from its master, or None on a master."""
-    if broker.config.is_slave:
+    if config.is_slave:
         return request.make_response(ResponseCode.SYSTEM_ERROR, SLAVE_REFUSAL)
     return None
 
@@ -50,11 +50,15 @@ MAX_QUEUE_NUMS = 1 << 16
 
 
 class UpdateAndCreateTopicProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(
+        self, *, config: BrokerConfig, topics: TopicConfigManager, announcer: ChangeAnnouncer
+    ) -> None:
+        self._config = config
+        self._topics = topics
+        self._announcer = announcer
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        on_slave = refused_on_slave(self._broker, request)
+        on_slave = refused_on_slave(self._config, request)
         if on_slave is not None:
             return on_slave
         header = read_header(request, CreateTopicRequestHeader)
@@ -83,20 +87,21 @@ class UpdateAndCreateTopicProcessor:
             order=bool(header.order),
         )
         log.info("topic %s created or updated by %s", topic, conn.remote_address)
-        announcer = self._broker.announcer
+        announcer = self._announcer
         seen = announcer.changes
-        self._broker.topic_config_manager.update(config)
+        self._topics.update(config)
         await announcer.announced_since(seen)  # as Apache, answer once the NameServers have the new route
         return request.make_response(ResponseCode.SUCCESS, UNSET_REMARK)
 
 
 class DeleteTopicProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, config: BrokerConfig, topics: TopicConfigManager, store: MessageStore) -> None:
+        self._config = config
+        self._topics = topics
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
-        on_slave = refused_on_slave(broker, request)
+        on_slave = refused_on_slave(self._config, request)
         if on_slave is not None:
             return on_slave
         header = read_header(request, DeleteTopicRequestHeader)
@@ -109,17 +114,17 @@ class DeleteTopicProcessor:
                 ResponseCode.SYSTEM_ERROR, f"The topic[{topic}] is conflict with system topic."
             )
         log.info("deleting topic %s as asked by %s", topic, conn.remote_address)
-        broker.topic_config_manager.delete(topic)
-        broker.store.delete_topic(topic)
+        self._topics.delete(topic)
+        self._store.delete_topic(topic)
         return request.make_response(ResponseCode.SUCCESS)
 
 
 class GetAllTopicConfigProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, topics: TopicConfigManager) -> None:
+        self._topics = topics
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        wrapper = self._broker.topic_config_manager.wrapper()
+        wrapper = self._topics.wrapper()
         if not wrapper.topic_config_table:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR, f"No topic in this broker, client: {conn.remote_address}"
@@ -130,13 +135,13 @@ class GetAllTopicConfigProcessor:
 class GetTopicConfigProcessor:
     """GET_TOPIC_CONFIG (5.x): one topic's config, as 5.x admin tools ask before updating it."""
 
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, topics: TopicConfigManager) -> None:
+        self._topics = topics
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, GetTopicConfigRequestHeader)
         topic = str(header.topic)
-        config = self._broker.topic_config_manager.select(topic)
+        config = self._topics.select(topic)
         if config is None:
             return request.make_response(
                 ResponseCode.TOPIC_NOT_EXIST, f"No topic in this broker. topic: {topic}"
@@ -155,20 +160,21 @@ class GetTopicConfigProcessor:
 
 
 class GetTopicStatsInfoProcessor:
-    def __init__(self, broker: Broker) -> None:
-        self._broker = broker
+    def __init__(self, *, config: BrokerConfig, topics: TopicConfigManager, store: MessageStore) -> None:
+        self._config = config
+        self._topics = topics
+        self._store = store
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        broker = self._broker
         header = read_header(request, GetTopicStatsInfoRequestHeader)
         topic = str(header.topic)
-        config = broker.topic_config_manager.select(topic)
+        config = self._topics.select(topic)
         if config is None:
             return request.make_response(ResponseCode.TOPIC_NOT_EXIST, f"topic[{topic}] not exist")
-        store = broker.store
+        store = self._store
         table: dict[MessageQueue, TopicOffset] = {}
         for queue_id in range(config.write_queue_nums):
-            queue = MessageQueue(topic=topic, broker_name=broker.config.broker_name, queue_id=queue_id)
+            queue = MessageQueue(topic=topic, broker_name=self._config.broker_name, queue_id=queue_id)
             min_offset = max(0, store.get_min_offset(topic, queue_id))
             max_offset = max(0, store.get_max_offset(topic, queue_id))
             last = store.get_store_time(topic, queue_id, max_offset - 1) if max_offset > 0 else 0

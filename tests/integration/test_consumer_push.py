@@ -379,7 +379,16 @@ class SendBacks:
     processor), so a test knows a failed message is stored before it moves the clock."""
 
     def __init__(self, broker: Broker) -> None:
-        self._processor = ConsumerSendMsgBackProcessor(broker)
+        parts = broker.parts
+        self._processor = ConsumerSendMsgBackProcessor(
+            config=parts.config,
+            topics=parts.metadata.topics,
+            groups=parts.metadata.groups,
+            store=parts.storage.store,
+            messages=parts.storage.messages,
+            schedule=parts.storage.schedule,
+            announcer=parts.services.announcer,
+        )
         self._count = 0
         self._changed = asyncio.Condition()
         broker.server.register(RequestCode.CONSUMER_SEND_MSG_BACK, self._handle)

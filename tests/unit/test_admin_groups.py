@@ -1,6 +1,6 @@
 """Group administration (updateSubGroup, deleteSubGroup, getConsumerConfig, brokerConsumeStats,
 cloneGroupOffset, skipAccumulatedMessage) against the project's NameServer and Broker in-process.
-The broker serves these request codes through ``broker.processors.admin_extra``.
+The broker serves these request codes through ``broker.processors.group_admin``.
 """
 
 from __future__ import annotations
