@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import ssl as ssl_module
+from typing import Protocol
 
 from rocketmq_wire.acl import AclCredentials
 from rocketmq_wire.codes import SerializeType
@@ -20,6 +21,32 @@ DEFAULT_POLL_NAMESRV_INTERVAL_MS = 30_000.0
 DEFAULT_HEARTBEAT_INTERVAL_MS = 30_000.0
 #: Java waits 3 s for a NameServer, and for the small requests a client instance sends brokers.
 DEFAULT_REQUEST_TIMEOUT_MS = 3000.0
+
+
+class ClientOptions(Protocol):
+    """What a role's configuration (``ProducerConfig``, ``ConsumerConfig``) holds of the client's settings,
+    under the same names."""
+
+    @property
+    def access_key(self) -> str | None: ...
+    @property
+    def secret_key(self) -> str | None: ...
+    @property
+    def security_token(self) -> str | None: ...
+    @property
+    def ssl(self) -> ssl_module.SSLContext | None: ...
+    @property
+    def serialize_type(self) -> SerializeType: ...
+    @property
+    def version(self) -> int: ...
+    @property
+    def instance_name(self) -> str | None: ...
+    @property
+    def client_ip(self) -> str | None: ...
+    @property
+    def heartbeat_interval_ms(self) -> float: ...
+    @property
+    def poll_namesrv_interval_ms(self) -> float: ...
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -61,3 +88,24 @@ class ClientSettings:
         if self.access_key is None or self.secret_key is None:
             return None
         return AclCredentials(self.access_key, self.secret_key, self.security_token)
+
+    @classmethod
+    def of(
+        cls, options: ClientOptions, *, request_timeout_ms: float, namesrv_timeout_ms: float
+    ) -> ClientSettings:
+        """The settings a role's configuration holds under the same names, with the two timeouts each role
+        derives in its own way."""
+        return cls(
+            access_key=options.access_key,
+            secret_key=options.secret_key,
+            security_token=options.security_token,
+            ssl=options.ssl,
+            serialize_type=options.serialize_type,
+            version=options.version,
+            instance_name=options.instance_name,
+            client_ip=options.client_ip,
+            request_timeout_ms=request_timeout_ms,
+            namesrv_timeout_ms=namesrv_timeout_ms,
+            heartbeat_interval_ms=options.heartbeat_interval_ms,
+            poll_namesrv_interval_ms=options.poll_namesrv_interval_ms,
+        )

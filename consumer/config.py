@@ -169,19 +169,8 @@ class ConsumerConfig:
     def client_settings(self) -> ClientSettings:
         """What the client core needs of these settings: ``request_timeout_ms`` bounds NameServer requests
         and, for an instance this consumer creates, its heartbeats and unregistration."""
-        return ClientSettings(
-            access_key=self.access_key,
-            secret_key=self.secret_key,
-            security_token=self.security_token,
-            ssl=self.ssl,
-            serialize_type=self.serialize_type,
-            version=self.version,
-            instance_name=self.instance_name,
-            client_ip=self.client_ip,
-            request_timeout_ms=self.request_timeout_ms,
-            namesrv_timeout_ms=self.request_timeout_ms,
-            heartbeat_interval_ms=self.heartbeat_interval_ms,
-            poll_namesrv_interval_ms=self.poll_namesrv_interval_ms,
+        return ClientSettings.of(
+            self, request_timeout_ms=self.request_timeout_ms, namesrv_timeout_ms=self.request_timeout_ms
         )
 
     def concurrent_max_reconsume_times(self) -> int:
