@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from cli import params
-from cli.broker_admin_cmd import Broker, Cluster, broker_addrs, not_both, report_done, walk_brokers
+from cli.brokers_run import broker_addrs, read_each, report_done, walk_brokers, where_required
 from cli.common import (
     AccessKey,
     AsJson,
@@ -33,7 +33,7 @@ from cli.common import (
     with_admin,
 )
 from cli.errors import CliError, friendly
-from cli.user_cmd import one_of, read_each, split_list, where_required
+from cli.params import Broker, Cluster, one_of, split_list
 
 if TYPE_CHECKING:
     from admin import Admin
@@ -49,18 +49,6 @@ acl_app = typer.Typer(
 AccountKey = Annotated[
     str, typer.Option("--account-key", "-a", callback=params.not_blank, help="The account's accessKey")
 ]
-
-
-def _where_required(broker: str | None, cluster: str | None) -> None:
-    if broker is None and cluster is None:
-        raise CliError("pass --broker or --cluster")
-    not_both(broker, cluster)
-
-
-def _split(text: str | None) -> list[str] | None:
-    if text is None:
-        return None
-    return [item.strip() for item in text.split(",") if item.strip()]
 
 
 def _flag(text: str | None) -> bool:
@@ -107,7 +95,7 @@ def update_account(
     """Create an ACL account, or update the one with this key (mqadmin updateAclConfig)."""
     from rocketmq_wire.bodies.acl import PlainAccessConfig
 
-    _where_required(broker, cluster)
+    where_required(broker, cluster)
     account = PlainAccessConfig(
         access_key=account_key.strip(),
         secret_key=account_secret.strip(),
@@ -115,8 +103,8 @@ def update_account(
         admin=_flag(admin_flag),
         default_topic_perm=default_topic_perm,
         default_group_perm=default_group_perm,
-        topic_perms=_split(topic_perms),
-        group_perms=_split(group_perms),
+        topic_perms=split_list(topic_perms),
+        group_perms=split_list(group_perms),
     )
     where = target(namesrv, access_key, secret_key, timeout_ms)
     done = walk_brokers(
@@ -138,7 +126,7 @@ def delete_account(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Delete an ACL account (mqadmin deleteAclConfig)."""
-    _where_required(broker, cluster)
+    where_required(broker, cluster)
     where = target(namesrv, access_key, secret_key, timeout_ms)
     key = account_key.strip()
     done = walk_brokers(
@@ -172,8 +160,8 @@ def update_global_white(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Replace the global white list: addresses let in without keys (mqadmin updateGlobalWhiteAddr)."""
-    _where_required(broker, cluster)
-    entries = _split(addresses) or []
+    where_required(broker, cluster)
+    entries = split_list(addresses) or []
     where = target(namesrv, access_key, secret_key, timeout_ms)
     done = walk_brokers(
         where,
@@ -198,7 +186,7 @@ def version(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Each master's ACL files and their versions (mqadmin clusterAclConfigVersion)."""
-    _where_required(broker, cluster)
+    where_required(broker, cluster)
     where = target(namesrv, access_key, secret_key, timeout_ms)
 
     async def main(admin: Admin) -> list[dict[str, Any]]:
@@ -254,7 +242,7 @@ def config(
 ) -> None:
     """Each master's global white list and accounts, secrets included (4.9.7's mqadmin getAclConfig; a
     4.9.8 broker does not answer it)."""
-    _where_required(broker, cluster)
+    where_required(broker, cluster)
     where = target(namesrv, access_key, secret_key, timeout_ms)
 
     async def main(admin: Admin) -> dict[str, GetBrokerClusterAclConfigResponseBody]:

@@ -8,87 +8,15 @@ broker or every broker of a cluster (of all clusters when none is named), with a
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
 from cli import params
-from cli.common import (
-    AccessKey,
-    AsJson,
-    Namesrv,
-    SecretKey,
-    Target,
-    TimeoutMs,
-    cell,
-    emit_json,
-    out,
-    target,
-    walking,
-    with_admin,
-)
+from cli.brokers_run import report_done, walk_brokers
+from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, target
 from cli.errors import CliError, friendly
-
-if TYPE_CHECKING:
-    from admin import Admin
-
-Broker = Annotated[
-    str | None,
-    typer.Option("--broker", "-b", callback=params.broker_address, help="One broker, host:port"),
-]
-Cluster = Annotated[str | None, typer.Option("--cluster", "-c", help="Every broker of this cluster")]
-
-
-def not_both(broker: str | None, cluster: str | None) -> None:
-    if broker is not None and cluster is not None:
-        raise CliError("pass either --cluster or --broker, not both")
-
-
-async def broker_addrs(
-    admin: Admin, broker: str | None, cluster: str | None, masters_only: bool
-) -> list[str]:
-    """``broker`` alone, or every broker (masters only if asked) of ``cluster`` (of all clusters if None)."""
-    if broker is not None:
-        return [broker]
-    return [b.addr for b in await admin.brokers(cluster, masters_only=masters_only)]
-
-
-def walk_brokers(
-    where: Target,
-    broker: str | None,
-    cluster: str | None,
-    what: str,
-    masters_only: bool,
-    work: Callable[[Admin, str], Awaitable[object]],
-) -> list[str]:
-    """Run ``work`` on one broker, or on every broker (masters only if asked) of a cluster; returns the
-    addresses done. Shared by the commands that change brokers one after the other (here and ``rmq acl``)."""
-    not_both(broker, cluster)
-
-    async def main(admin: Admin) -> list[str]:
-        addrs = await broker_addrs(admin, broker, cluster, masters_only)
-        with walking(what) as bar:
-            task = bar.add_task(what, total=len(addrs))
-            for addr in addrs:
-                await work(admin, addr)
-                bar.advance(task)
-        return addrs
-
-    return with_admin(where, main)
-
-
-def report_done(done: list[str], what: str, as_json: bool) -> None:
-    """One "success" row per broker done (or ``{"brokers": [...], "success": true}`` with ``--json``)."""
-    from rich.table import Table
-
-    if as_json:
-        emit_json({"brokers": done, "success": True})
-        return
-    table = Table("Broker", "Result", title=what, title_justify="left")
-    for addr in done:
-        table.add_row(cell(addr), cell("success"))
-    out().print(table)
+from cli.params import Broker, Cluster
 
 
 @friendly

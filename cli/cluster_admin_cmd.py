@@ -1,16 +1,19 @@
 """``rmq cluster ...``: cluster-wide administration (mqadmin clusterList, wipeWritePerm, addWritePerm,
-getNamesrvConfig, updateNamesrvConfig, clusterRT, exportMetadata, exportConfigs, exportMetrics)."""
+getNamesrvConfig, updateNamesrvConfig, clusterRT, exportMetadata, exportConfigs, exportMetrics).
+
+``rmq clusters`` is defined here as well: it is ``rmq cluster list`` too, and :mod:`cli.main` registers it
+at the top level from here.
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from cli import params
-from cli.cluster_cmds import clusters
 from cli.common import (
     AccessKey,
     AsJson,
@@ -25,6 +28,11 @@ from cli.common import (
     with_admin,
 )
 from cli.errors import CliError, friendly
+from cli.params import ClusterName
+
+if TYPE_CHECKING:
+    from admin import Admin
+    from cli.render import BrokerRow
 
 cluster_app = typer.Typer(
     help="Clusters and NameServers: brokers' write permission, NameServer settings.", no_args_is_help=True
@@ -125,6 +133,39 @@ def update_namesrv_config(
     for addr in written:
         table.add_row(cell(addr), cell(f"{key}={value}"))
     out().print(table)
+
+
+async def _broker_rows(admin: Admin, cluster: str | None) -> list[BrokerRow]:
+    from admin import AdminError
+    from cli.render import broker_row
+
+    rows = []
+    for broker in await admin.brokers(cluster):
+        try:
+            rows.append(broker_row(broker, await admin.broker_runtime_stats(broker.addr)))
+        except AdminError as exc:  # one dead broker should not hide the others
+            rows.append(broker_row(broker, None, str(exc)))
+    return rows
+
+
+@friendly
+def clusters(
+    cluster: ClusterName = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """List clusters and their brokers with version, throughput and disk use (mqadmin clusterList)."""
+    from cli.render import clusters_table
+
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    rows = with_admin(where, lambda admin: _broker_rows(admin, cluster))
+    if as_json:
+        emit_json(rows)
+    else:
+        out().print(clusters_table(rows))
 
 
 cluster_app.command("list")(clusters)

@@ -1,5 +1,6 @@
-"""``rmq route``, ``rmq clusters``, ``rmq broker-stats``, ``rmq broker-config``: what the NameServers
-know and what each broker says about itself."""
+"""``rmq route``, ``rmq broker-stats``, ``rmq broker-config``: what the NameServers know and what each
+broker says about itself (``rmq clusters`` is also ``rmq cluster list``, so it lives in
+:mod:`cli.cluster_admin_cmd`)."""
 
 from __future__ import annotations
 
@@ -10,16 +11,15 @@ import typer
 from cli import params
 from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, emit_json, out, target, with_admin
 from cli.errors import friendly
+from cli.params import ClusterName
 
 if TYPE_CHECKING:
     from admin import Admin, BrokerAddress
-    from cli.render import BrokerRow
 
 BrokerAddr = Annotated[
     str | None,
     typer.Option("--broker", "-b", callback=params.broker_address, help="One broker address, host:port"),
 ]
-ClusterName = Annotated[str | None, typer.Option("--cluster", "-c", help="Only the brokers of this cluster")]
 
 
 @friendly
@@ -40,39 +40,6 @@ def route(
         emit_json(route_json(data))
     else:
         out().print(route_table(topic, data))
-
-
-async def _broker_rows(admin: Admin, cluster: str | None) -> list[BrokerRow]:
-    from admin import AdminError
-    from cli.render import broker_row
-
-    rows = []
-    for broker in await admin.brokers(cluster):
-        try:
-            rows.append(broker_row(broker, await admin.broker_runtime_stats(broker.addr)))
-        except AdminError as exc:  # one dead broker should not hide the others
-            rows.append(broker_row(broker, None, str(exc)))
-    return rows
-
-
-@friendly
-def clusters(
-    cluster: ClusterName = None,
-    namesrv: Namesrv = None,
-    as_json: AsJson = False,
-    access_key: AccessKey = None,
-    secret_key: SecretKey = None,
-    timeout_ms: TimeoutMs = 3000,
-) -> None:
-    """List clusters and their brokers with version, throughput and disk use (mqadmin clusterList)."""
-    from cli.render import clusters_table
-
-    where = target(namesrv, access_key, secret_key, timeout_ms)
-    rows = with_admin(where, lambda admin: _broker_rows(admin, cluster))
-    if as_json:
-        emit_json(rows)
-    else:
-        out().print(clusters_table(rows))
 
 
 async def _chosen_brokers(admin: Admin, broker: str | None, cluster: str | None) -> list[BrokerAddress]:

@@ -7,17 +7,13 @@ the group never consumed start. Ctrl-C (or SIGTERM) commits and exits with code 
 
 from __future__ import annotations
 
-import base64
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated
 
 import typer
 
 from cli import params
 from cli.common import AccessKey, Namesrv, SecretKey, quiet_logging, target
 from cli.errors import CliError, friendly
-
-if TYPE_CHECKING:
-    from rocketmq_wire.message import MessageExt
 
 
 def start_position(value: str) -> tuple[str, int | None]:
@@ -37,48 +33,6 @@ def start_position(value: str) -> tuple[str, int | None]:
             param_hint="--from",
         ) from None
     return "TIMESTAMP", params.epoch_ms(when, "--from")
-
-
-def body_fields(body: bytes) -> dict[str, str]:
-    """The body as text when it is UTF-8, else base64 -- ``body_encoding`` says which."""
-    try:
-        return {"body": body.decode("utf-8"), "body_encoding": "utf-8"}
-    except UnicodeDecodeError:
-        return {"body": base64.b64encode(body).decode("ascii"), "body_encoding": "base64"}
-
-
-def message_record(message: MessageExt, broker_name: str | None = None) -> dict[str, Any]:
-    """One ``--json`` line."""
-    record: dict[str, Any] = {
-        "msg_id": message.client_msg_id,
-        "offset_msg_id": message.msg_id,
-        "topic": message.topic,
-        "broker_name": broker_name,
-        "queue_id": message.queue_id,
-        "queue_offset": message.queue_offset,
-        "tags": message.tags,
-        "keys": message.keys,
-        "properties": dict(message.properties),
-        "reconsume_times": message.reconsume_times,
-        "born_timestamp": message.born_timestamp,
-        "store_timestamp": message.store_timestamp,
-        "born_host": message.born_host,
-        "store_host": message.store_host,
-    }
-    record.update(body_fields(message.body))
-    return record
-
-
-def message_line(message: MessageExt) -> str:
-    """One human-readable line: where it is, its ids, then the body (text, or base64 marked as such)."""
-    fields = body_fields(message.body)
-    body = fields["body"] if fields["body_encoding"] == "utf-8" else f"base64:{fields['body']}"
-    parts = [f"{message.topic} q{message.queue_id}@{message.queue_offset}", f"id={message.client_msg_id}"]
-    if message.tags:
-        parts.append(f"tags={message.tags}")
-    if message.keys:
-        parts.append(f"keys={','.join(message.keys)}")
-    return " ".join(parts) + " " + body.replace("\n", "\\n")
 
 
 @friendly

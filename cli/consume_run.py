@@ -1,21 +1,63 @@
-"""The running half of ``rmq consume`` (:mod:`cli.consume_cmd`): the pull consumer and the loop printing
-what it polls, imported only once the command line has been checked."""
+"""The running half of ``rmq consume`` (:mod:`cli.consume_cmd`): the pull consumer, the loop printing what
+it polls and the shape of each printed line, imported only once the command line has been checked."""
 
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import json
 import signal
 import sys
-from typing import TextIO
+from typing import Any, TextIO
 
 from cli.common import Target
-from cli.consume_cmd import message_line, message_record
 from consumer import ConsumerConfig, MessageExt, PolledBatch, PullConsumer
 
 #: How long one poll waits before checking for Ctrl-C and ``--count`` again.
 _POLL_S = 1.0
+
+
+def body_fields(body: bytes) -> dict[str, str]:
+    """The body as text when it is UTF-8, else base64 -- ``body_encoding`` says which."""
+    try:
+        return {"body": body.decode("utf-8"), "body_encoding": "utf-8"}
+    except UnicodeDecodeError:
+        return {"body": base64.b64encode(body).decode("ascii"), "body_encoding": "base64"}
+
+
+def message_record(message: MessageExt, broker_name: str | None = None) -> dict[str, Any]:
+    """One ``--json`` line."""
+    record: dict[str, Any] = {
+        "msg_id": message.client_msg_id,
+        "offset_msg_id": message.msg_id,
+        "topic": message.topic,
+        "broker_name": broker_name,
+        "queue_id": message.queue_id,
+        "queue_offset": message.queue_offset,
+        "tags": message.tags,
+        "keys": message.keys,
+        "properties": dict(message.properties),
+        "reconsume_times": message.reconsume_times,
+        "born_timestamp": message.born_timestamp,
+        "store_timestamp": message.store_timestamp,
+        "born_host": message.born_host,
+        "store_host": message.store_host,
+    }
+    record.update(body_fields(message.body))
+    return record
+
+
+def message_line(message: MessageExt) -> str:
+    """One human-readable line: where it is, its ids, then the body (text, or base64 marked as such)."""
+    fields = body_fields(message.body)
+    body = fields["body"] if fields["body_encoding"] == "utf-8" else f"base64:{fields['body']}"
+    parts = [f"{message.topic} q{message.queue_id}@{message.queue_offset}", f"id={message.client_msg_id}"]
+    if message.tags:
+        parts.append(f"tags={message.tags}")
+    if message.keys:
+        parts.append(f"keys={','.join(message.keys)}")
+    return " ".join(parts) + " " + body.replace("\n", "\\n")
 
 
 class Printer:

@@ -1,9 +1,9 @@
-"""``rmq consumer-progress``, ``rmq consumer-connections`` and ``rmq reset-offset``."""
+"""``rmq consumer-progress``, ``rmq consumer-connections`` and ``rmq reset-offset`` (:mod:`cli.main` registers
+them under ``rmq group`` too)."""
 
 from __future__ import annotations
 
 import datetime as dt
-import time
 from typing import Annotated
 
 import typer
@@ -22,8 +22,7 @@ from cli.common import (
     with_admin,
 )
 from cli.errors import friendly
-
-Group = Annotated[str, typer.Argument(callback=params.group_name, help="Consumer group")]
+from cli.params import Group
 
 
 @friendly
@@ -119,30 +118,8 @@ def reset_offset(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Move a consumer group's offsets on a topic to a point in time (mqadmin resetOffsetByTime)."""
-    from rich.table import Table
-
     timestamp_ms = parse_when(when)
     where = target(namesrv, access_key, secret_key, timeout_ms)
-    rows = with_admin(
-        where, lambda admin: admin.reset_offset_by_time(group, topic, timestamp_ms, force=force)
-    )
-    if as_json:
-        emit_json({"group": group, "topic": topic, "timestamp_ms": timestamp_ms, "queues": rows})
-        return
-    table = Table(title=f"Offsets of {group} on {topic}", title_justify="left")
-    for heading in ("Broker", "QID", "Was", "Now", "How"):
-        table.add_column(heading)
-    for row in rows:
-        table.add_row(
-            cell(row.broker_name),
-            cell(row.queue_id),
-            cell("" if row.previous_offset is None else row.previous_offset),
-            cell(row.new_offset),
-            cell(row.method.value),
-        )
-    from admin import RESET_TO_LATEST
+    from cli.offsets_run import reset_offsets
 
-    table.caption = (
-        f"reset to {'the end' if timestamp_ms == RESET_TO_LATEST else time.ctime(timestamp_ms / 1000)}"
-    )
-    out().print(table)
+    reset_offsets(where, group, topic, timestamp_ms, force, as_json)

@@ -26,8 +26,8 @@ from cli.common import (
     walking,
     with_admin,
 )
-from cli.consumer_cmds import consumer_connections, consumer_progress, reset_offset
 from cli.errors import CliError, friendly
+from cli.params import Broker, Group
 
 if TYPE_CHECKING:
     from admin import Admin
@@ -38,12 +38,7 @@ group_app = typer.Typer(
     no_args_is_help=True,
 )
 
-Group = Annotated[str, typer.Argument(callback=params.group_name, help="Consumer group")]
 Cluster = Annotated[str | None, typer.Option("--cluster", "-c", help="Every master of this cluster")]
-Broker = Annotated[
-    str | None,
-    typer.Option("--broker", "-b", callback=params.broker_address, help="One broker, host:port"),
-]
 
 T = TypeVar("T")
 
@@ -261,7 +256,11 @@ def skip_accumulated(
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
     """Move the group to the end of every queue of a topic (mqadmin skipAccumulatedMessage)."""
-    reset_offset(group, topic, "now", force, namesrv, as_json, access_key, secret_key, timeout_ms)
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    from admin import RESET_TO_LATEST
+    from cli.offsets_run import reset_offsets
+
+    reset_offsets(where, group, topic, RESET_TO_LATEST, force, as_json)
 
 
 async def _ask_each_master(
@@ -389,9 +388,3 @@ def allocate(
         emit_json(allocation_json(result))
     else:
         out().print(allocation_table(topic, result))
-
-
-# the group commands that were top-level before, under their group names too
-group_app.command("progress")(consumer_progress)
-group_app.command("connections")(consumer_connections)
-group_app.command("reset-offset")(reset_offset)

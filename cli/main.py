@@ -4,6 +4,10 @@
 Every mqadmin command rmq has is also reachable under its mqadmin name (``rmq updateSubGroup ...``),
 hidden from the help so that it stays readable; each command's own help names its mqadmin counterpart.
 
+This is the one module that imports every command module: command modules never import one another, so
+commands reachable under two names (``rmq consumer-progress`` and ``rmq group progress``) are registered
+twice here.
+
 The command modules import their heavy parts (clients, servers, tables) only when a command runs, and
 :func:`main` has typer build the parser of the one command being called: every ``rmq`` call is a fresh
 interpreter, and typer would otherwise read the signatures of every command (over a hundred, with the 66
@@ -34,8 +38,8 @@ from cli import (
 )
 from cli.acl_cmd import acl_app
 from cli.broker_cmd import broker
-from cli.cluster_admin_cmd import cluster_app
-from cli.cluster_cmds import broker_config, broker_stats, clusters, route
+from cli.cluster_admin_cmd import cluster_app, clusters
+from cli.cluster_cmds import broker_config, broker_stats, route
 from cli.consume_cmd import consume
 from cli.consumer_cmds import consumer_connections, consumer_progress, reset_offset
 from cli.errors import OneLineErrorsGroup
@@ -89,6 +93,11 @@ def _root(
     if tls_config is not None:
         os.environ[TLS_CONFIG_ENV] = str(tls_config)
 
+
+# the group commands that were top-level before, under their group names too (after group_cmd's own)
+group_app.command("progress")(consumer_progress)
+group_app.command("connections")(consumer_connections)
+group_app.command("reset-offset")(reset_offset)
 
 app.command(rich_help_panel=TOPIC)(route)
 app.add_typer(topic_app, name="topic", rich_help_panel=TOPIC)

@@ -3,6 +3,9 @@
 Every command shares these checks (as typer callbacks and parsers), so a wrong value is one
 ``error: Invalid value for '--port': …`` line and exit code 2 before anything connects, binds or writes --
 rather than a failure (or a traceback) deep in a server or client later, with the option no longer named.
+
+The option types several command modules declare alike (``--broker``, ``--cluster``, a consumer group) live
+here too, so that a command module never borrows them from another command module.
 """
 
 from __future__ import annotations
@@ -12,7 +15,9 @@ import ipaddress
 import logging
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
+from typing import Annotated
 
 import typer
 
@@ -160,3 +165,44 @@ def data_file(text: str) -> Path:
         raise typer.BadParameter(f"{text!r} is not readable")
     store_dir(str(path.parent))
     return path
+
+
+def split_list(text: str | None) -> list[str] | None:
+    """mqadmin's comma-separated option values, each trimmed, empty ones dropped."""
+    if text is None:
+        return None
+    return [item.strip() for item in text.split(",") if item.strip()]
+
+
+def one_of(names: str, what: str) -> Callable[[str | None], str | None]:
+    """A typer callback accepting one of ``rocketmq_wire.bodies.auth.<names>`` whatever its case, giving
+    back Apache's spelling. The names are looked up only when the option is given: ``rmq`` does not load
+    the wire bodies to read a command line."""
+
+    def check(value: str | None) -> str | None:
+        if value is None:
+            return None
+        from rocketmq_wire.bodies import auth
+
+        known: tuple[str, ...] = getattr(auth, names)
+        found = auth.canonical_name(value, known)
+        if found is None:
+            raise typer.BadParameter(f"{value.strip()!r} is not {what} (one of {', '.join(known)})")
+        return found
+
+    return check
+
+
+# -- option types shared by several command modules ----------------------------------------------------------
+
+#: ``-b``: the one broker a command acts on.
+Broker = Annotated[
+    str | None,
+    typer.Option("--broker", "-b", callback=broker_address, help="One broker, host:port"),
+]
+#: ``-c`` of the commands that change every broker of a cluster, slaves included.
+Cluster = Annotated[str | None, typer.Option("--cluster", "-c", help="Every broker of this cluster")]
+#: ``-c`` of the commands that only show brokers: a filter on the NameServers' broker list.
+ClusterName = Annotated[str | None, typer.Option("--cluster", "-c", help="Only the brokers of this cluster")]
+#: The consumer group a group command is about.
+Group = Annotated[str, typer.Argument(callback=group_name, help="Consumer group")]

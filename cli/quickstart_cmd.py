@@ -19,10 +19,6 @@ from cli.common import out, quiet_logging, run_async
 from cli.errors import friendly
 
 QUICKSTART_TOPIC = "QuickstartTopic"
-QUICKSTART_GROUP = "QuickstartConsumer"
-QUICKSTART_QUEUES = 4
-#: How long the read-back waits for every sent message before calling the quickstart failed.
-READ_BACK_TIMEOUT_S = 15.0
 
 
 @friendly

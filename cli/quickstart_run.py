@@ -16,11 +16,17 @@ from rich.console import Console
 from admin import Admin, TopicNotFoundError
 from cli.errors import CliError
 from cli.local_cluster import LocalCluster, LocalClusterSettings
-from cli.quickstart_cmd import QUICKSTART_GROUP, QUICKSTART_QUEUES, READ_BACK_TIMEOUT_S
 from cli.render import broker_row, clusters_table, messages_table, progress_table, route_table
 from consumer import ConsumeFromWhere, PullConsumer
 from producer import Message, Producer, SendResult
 from rocketmq_wire.message import MessageExt
+
+#: The group the read-back reads as (its progress is shown afterwards).
+QUICKSTART_GROUP = "QuickstartConsumer"
+#: Queues of the topic the quickstart creates.
+QUICKSTART_QUEUES = 4
+#: How long the read-back waits for every sent message before calling the quickstart failed.
+READ_BACK_TIMEOUT_S = 15.0
 
 
 @contextlib.asynccontextmanager

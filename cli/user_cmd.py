@@ -15,92 +15,23 @@ nothing, or fail inside.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
 from cli import params
-from cli.broker_admin_cmd import Broker, Cluster, broker_addrs, not_both, report_done, walk_brokers
-from cli.common import (
-    AccessKey,
-    AsJson,
-    Namesrv,
-    SecretKey,
-    Target,
-    TimeoutMs,
-    cell,
-    emit_json,
-    out,
-    target,
-    with_admin,
-)
+from cli.brokers_run import read_each, report_done, walk_brokers, where_required
+from cli.common import AccessKey, AsJson, Namesrv, SecretKey, TimeoutMs, cell, emit_json, out, target
 from cli.errors import CliError, friendly
+from cli.params import Broker, Cluster, one_of
 
 if TYPE_CHECKING:
-    from admin import Admin
     from rocketmq_wire.bodies.auth import UserInfo
-
-T = TypeVar("T")
 
 user_app = typer.Typer(
     help="Users of 5.x brokers (ACL 2.0): create, update, delete, get, list.", no_args_is_help=True
 )
 
-
-# -- shared with ``rmq acl``'s ACL 2.0 commands --------------------------------------------------------------
-
-
-def where_required(broker: str | None, cluster: str | None) -> None:
-    """One of ``--broker``/``--cluster`` (mqadmin makes one of them required too)."""
-    if broker is None and cluster is None:
-        raise CliError("pass --broker or --cluster")
-    not_both(broker, cluster)
-
-
-def one_of(names: str, what: str) -> Callable[[str | None], str | None]:
-    """A typer callback accepting one of ``rocketmq_wire.bodies.auth.<names>`` whatever its case, giving
-    back Apache's spelling. The names are looked up only when the option is given: ``rmq`` does not load
-    the wire bodies to read a command line."""
-
-    def check(value: str | None) -> str | None:
-        if value is None:
-            return None
-        from rocketmq_wire.bodies import auth
-
-        known: tuple[str, ...] = getattr(auth, names)
-        found = auth.canonical_name(value, known)
-        if found is None:
-            raise typer.BadParameter(f"{value.strip()!r} is not {what} (one of {', '.join(known)})")
-        return found
-
-    return check
-
-
-def split_list(text: str | None) -> list[str] | None:
-    """mqadmin's comma-separated option values, each trimmed, empty ones dropped."""
-    if text is None:
-        return None
-    return [item.strip() for item in text.split(",") if item.strip()]
-
-
-def read_each(
-    where: Target, broker: str | None, cluster: str | None, work: Callable[[Admin, str], Awaitable[T]]
-) -> dict[str, T]:
-    """``work`` on one broker, or on every master of a cluster; each broker's answer by its address (the
-    brokers keep users and ACLs each on its own, so their answers may differ)."""
-    where_required(broker, cluster)
-
-    async def main(admin: Admin) -> dict[str, T]:
-        addrs = await broker_addrs(admin, broker, cluster, masters_only=True)
-        if not addrs:
-            raise CliError(f"cluster {cluster} has no master broker to ask")
-        return {addr: await work(admin, addr) for addr in addrs}
-
-    return with_admin(where, main)
-
-
-# -- the commands ------------------------------------------------------------------------------------------
 
 Username = Annotated[
     str, typer.Option("--username", "-u", callback=params.not_blank, help="The user's name (its access key)")

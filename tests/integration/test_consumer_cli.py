@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 import typer
 
-from cli.consume_cmd import body_fields, message_line, start_position
+from cli.consume_cmd import start_position
+from cli.consume_run import body_fields, message_line
 from consumer.testing import WAIT_S, LocalCluster
 from producer import Message, MessageQueue, Producer
 from rocketmq_wire.message import MessageExt, encode_properties

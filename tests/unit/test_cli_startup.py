@@ -41,6 +41,7 @@ HEAVY = (
     "cli.send_run",
     "cli.consume_run",
     "cli.quickstart_run",
+    "cli.offsets_run",
     "cli.local_cluster",
 )
 
