@@ -232,14 +232,15 @@ class RequestCode(_OpenIntEnum):
     AUTH_GET_ACL = 3009
     AUTH_LIST_ACL = 3010
 
-    # Pop consumption (5.x).
-    POP_MESSAGE = 3442
-    ACK_MESSAGE = 3443
-    PEEK_MESSAGE = 3444
-    CHANGE_MESSAGE_INVISIBLETIME = 3445
-    NOTIFICATION = 3446
-    POLLING_INFO = 3447
-    BATCH_ACK_MESSAGE = 3543
+    # Pop consumption (5.x; RIP-19 numbered these 2000xx, what Apache's client and broker send).
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    PEEK_MESSAGE = 200052
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    NOTIFICATION = 200054
+    POLLING_INFO = 200055
+    POP_ROLLBACK = 200056
+    BATCH_ACK_MESSAGE = 200151
 
 
 class ResponseCode(_OpenIntEnum):

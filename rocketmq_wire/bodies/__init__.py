@@ -41,6 +41,13 @@ from rocketmq_wire.bodies.java_collections import JavaMap, JavaSet
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.pop import (
+    BatchAck,
+    BatchAckMessageRequestBody,
+    MessageRequestMode,
+    MessageRequestModeSerializeWrapper,
+    SetMessageRequestModeRequestBody,
+)
 from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
 from rocketmq_wire.bodies.registry import (
@@ -91,6 +98,8 @@ __all__ = [
     "RESPONSE_BODY_TYPES",
     "AclInfo",
     "AclInfoList",
+    "BatchAck",
+    "BatchAckMessageRequestBody",
     "BrokerData",
     "BrokerStatsData",
     "BrokerStatsItem",
@@ -121,6 +130,8 @@ __all__ = [
     "LogicQueueMappingItem",
     "MessageModel",
     "MessageQueue",
+    "MessageRequestMode",
+    "MessageRequestModeSerializeWrapper",
     "OffsetSerializeWrapper",
     "OffsetWrapper",
     "PlainAccessConfig",
@@ -137,6 +148,7 @@ __all__ = [
     "QueueData",
     "RegisterBrokerBody",
     "ResetOffsetBody",
+    "SetMessageRequestModeRequestBody",
     "SubscriptionData",
     "SubscriptionGroupConfig",
     "SubscriptionGroupWrapper",

@@ -107,6 +107,10 @@ class Fields:
         value = self._obj.get(name)
         return default if value is None else to_enum(value, ordinals, self._where(name))
 
+    def get_raw(self, name: str) -> Any:
+        """The value as parsed, for a field with a reader of its own; ``None`` when absent or null."""
+        return self._obj.get(name)
+
     def get_object(self, name: str) -> Fields | None:
         value = self._obj.get(name)
         return None if value is None else Fields(value, self._where(name))

@@ -31,6 +31,11 @@ from rocketmq_wire.bodies.consumer import (
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
+from rocketmq_wire.bodies.pop import (
+    BatchAckMessageRequestBody,
+    MessageRequestModeSerializeWrapper,
+    SetMessageRequestModeRequestBody,
+)
 from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.register_broker import RegisterBrokerBody
 from rocketmq_wire.bodies.route import TopicRouteData
@@ -102,6 +107,8 @@ REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         RequestCode.AUTH_UPDATE_USER: UserInfo,
         RequestCode.AUTH_CREATE_ACL: AclInfo,
         RequestCode.AUTH_UPDATE_ACL: AclInfo,
+        RequestCode.SET_MESSAGE_REQUEST_MODE: SetMessageRequestModeRequestBody,
+        RequestCode.BATCH_ACK_MESSAGE: BatchAckMessageRequestBody,
     }
 )
 
@@ -140,6 +147,7 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         RequestCode.AUTH_LIST_USER: UserInfoList,  # a JSON array
         RequestCode.AUTH_GET_ACL: AclInfo,
         RequestCode.AUTH_LIST_ACL: AclInfoList,  # a JSON array
+        RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: MessageRequestModeSerializeWrapper,
     }
 )
 

@@ -87,6 +87,13 @@ from rocketmq_wire.headers.offset import (
     SearchOffsetResponseHeader,
     UpdateConsumerOffsetRequestHeader,
 )
+from rocketmq_wire.headers.pop import (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
+)
 from rocketmq_wire.headers.pull import PullMessageRequestHeader, PullMessageResponseHeader
 from rocketmq_wire.headers.query import (
     QueryConsumeQueueRequestHeader,
@@ -124,6 +131,11 @@ FAST_PATH_HEADERS: tuple[type[CommandHeader], ...] = (
 
 #: Every concrete header class, requests and responses.
 ALL_HEADERS: tuple[type[CommandHeader], ...] = (
+    AckMessageRequestHeader,
+    ChangeInvisibleTimeRequestHeader,
+    ChangeInvisibleTimeResponseHeader,
+    PopMessageRequestHeader,
+    PopMessageResponseHeader,
     CreateAccessConfigRequestHeader,
     DeleteAccessConfigRequestHeader,
     GetBrokerAclConfigResponseHeader,
@@ -254,6 +266,8 @@ def _response_registry() -> Mapping[int, type[CommandHeader]]:
         ((RequestCode.ADD_WRITE_PERM_OF_BROKER,), AddWritePermOfBrokerResponseHeader),
         ((RequestCode.QUERY_DATA_VERSION,), QueryDataVersionResponseHeader),
         ((RequestCode.GET_BROKER_CLUSTER_ACL_INFO,), GetBrokerAclConfigResponseHeader),
+        ((RequestCode.POP_MESSAGE,), PopMessageResponseHeader),
+        ((RequestCode.CHANGE_MESSAGE_INVISIBLETIME,), ChangeInvisibleTimeResponseHeader),
     )
     return types.MappingProxyType({int(code): cls for codes, cls in pairs for code in codes})
 
@@ -266,7 +280,8 @@ def header_for_response(request_code: int) -> type[CommandHeader] | None:
     """The header class of a response to a request of this code; ``None`` when such responses have none.
 
     Error responses (QUERY_NOT_FOUND, SYSTEM_ERROR, ...) usually carry no header even when a successful one
-    does; the pull's PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY / PULL_OFFSET_MOVED are the exception.
+    does; the pull's PULL_NOT_FOUND / PULL_RETRY_IMMEDIATELY / PULL_OFFSET_MOVED are the exception, and so
+    are a pop's PULL_NOT_FOUND / POLLING_FULL / POLLING_TIMEOUT when the broker answered them itself.
     """
     return RESPONSE_HEADERS.get(int(request_code))
 
@@ -276,9 +291,12 @@ __all__ = [
     "FAST_PATH_HEADERS",
     "REQUEST_HEADERS",
     "RESPONSE_HEADERS",
+    "AckMessageRequestHeader",
     "AddWritePermOfBrokerRequestHeader",
     "AddWritePermOfBrokerResponseHeader",
     "BrokerHeartbeatRequestHeader",
+    "ChangeInvisibleTimeRequestHeader",
+    "ChangeInvisibleTimeResponseHeader",
     "CheckTransactionStateRequestHeader",
     "CloneGroupOffsetRequestHeader",
     "CommandHeader",
@@ -326,6 +344,8 @@ __all__ = [
     "ListUsersRequestHeader",
     "LockBatchMqRequestHeader",
     "NotifyConsumerIdsChangedRequestHeader",
+    "PopMessageRequestHeader",
+    "PopMessageResponseHeader",
     "PullMessageRequestHeader",
     "PullMessageResponseHeader",
     "PutKVConfigRequestHeader",

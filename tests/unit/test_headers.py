@@ -341,6 +341,8 @@ def test_requests_carry_their_header_through_the_codec(
     serialize_type: SerializeType, header: CommandHeader
 ) -> None:
     cls = type(header)
+    if serialize_type == SerializeType.ROCKETMQ and cls.REQUEST_CODES[0] > 0x7FFF:
+        return  # the binary header holds a code in 16 bits: 5.x's POP codes travel in JSON only
     cmd = RemotingCommand.request(cls.REQUEST_CODES[0], header, serialize_type=serialize_type)
     decoded = RemotingCommand.decode(cmd.encode())
     expected = header

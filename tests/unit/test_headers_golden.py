@@ -11,30 +11,16 @@ from __future__ import annotations
 
 import collections
 import dataclasses
-import itertools
 
 import pytest
 
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers import header_for_request, header_for_response
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.javahash import bucket_of, final_table_size, hashmap_order
 from tests.golden import CAPTURES, GoldenFrame, load_golden, request_of
-
-#: Ext entries that are not header fields, and who puts them there.
-NON_HEADER_KEYS = {
-    "AccessKey": "ACL RPC hook (mqadmin; the C++ client sends it empty)",
-    "Signature": "ACL RPC hook",
-    "OnsChannel": "C++ client's signing hook",
-    "ReqT": "5.x-style request type marker (stream requests)",
-    "_UNIQUE_KEY_QUERY": "query-message client, beside the header",
-    "TRACE_ON": "broker, on send responses",
-    "MSG_REGION": "broker, on send responses",
-    "IS_SUPPORT_HEART_BEAT_V2": "5.x broker, on heartbeat responses",
-    "IS_SUB_CHANGE": "5.x broker, on heartbeat responses",
-}
+from tests.header_checks import header_mismatches, key_order_mismatch, order_is_constrained
 
 #: Requests Java sends without any custom header.
 NO_HEADER_REQUESTS = {
@@ -94,35 +80,12 @@ def test_headers_parse_and_cover_every_header_entry(capture: str) -> None:
     failures: list[str] = []
     parsed: collections.Counter[str] = collections.Counter()
     for case in _cases(capture):
-        fields = case.cmd.fields()
-        try:
-            header = case.header_cls.from_ext(fields)
-        except CodecError as exc:
-            failures.append(f"{case.frame.id}: {exc}")
-            continue
-        names = {f.java for f in case.header_cls.java_fields()}
-        unexplained = set(fields) - names - NON_HEADER_KEYS.keys()
-        if unexplained:
-            failures.append(f"{case.frame.id} {case.header_cls.__name__}: not a field: {sorted(unexplained)}")
-        rendered = header.to_ext()
-        if set(rendered) != set(fields) & names:
-            failures.append(f"{case.frame.id} {case.header_cls.__name__}: keys {sorted(rendered)}")
-        elif case.frame.from_java:
-            # The C++ client writes some values its own way ("unitMode":"0"); Java's render as Java does.
-            wrong = {k: (v, fields[k]) for k, v in rendered.items() if fields[k] != v}
-            if wrong:
-                failures.append(f"{case.frame.id} {case.header_cls.__name__}: rendered {wrong}")
+        # The C++ client writes some values its own way ("unitMode":"0"); Java's render as Java does.
+        problems = header_mismatches(case.cmd, case.header_cls, check_values=case.frame.from_java)
+        failures += [f"{case.frame.id} {problem}" for problem in problems]
         parsed[case.frame.language] += 1
     assert not failures, failures[:10]
     assert parsed["JAVA"] > 150, parsed
-
-
-def _constrains(keys: list[str], header_keys: set[str], table_size: int) -> bool:
-    """Whether a header key shares a bucket with another key, i.e. insertion order is visible."""
-    for a, b in itertools.combinations(keys, 2):
-        if (a in header_keys or b in header_keys) and bucket_of(a, table_size) == bucket_of(b, table_size):
-            return True
-    return False
 
 
 @pytest.mark.parametrize("capture", CAPTURES)
@@ -130,18 +93,13 @@ def test_header_entries_first_then_the_rest_reproduce_javas_key_order(capture: s
     failures: list[str] = []
     checked = constrained = 0
     for case in _cases(capture):
-        ext = case.cmd.ext_fields
-        if not case.frame.from_java or not ext:
+        if not case.frame.from_java or not case.cmd.ext_fields:
             continue  # C++ sorts its keys; an absent map (or a fast-path prefix alone) has no order to check
-        captured = list(ext)
-        header = case.header_cls.from_ext(case.cmd.fields())
-        header_keys = [k for k, _ in header.ext_items() if k in ext]
-        rest = [k for k in captured if k not in header_keys]
-        if hashmap_order(header_keys + rest, ext.capacity) != captured:
-            failures.append(f"{case.frame.id} {case.header_cls.__name__}: {captured}")
+        mismatch = key_order_mismatch(case.cmd, case.header_cls)
+        if mismatch is not None:
+            failures.append(f"{case.frame.id} {mismatch}")
         checked += 1
-        size = final_table_size(len(captured), ext.capacity)
-        constrained += _constrains(captured, set(header_keys), size)
+        constrained += order_is_constrained(case.cmd, case.header_cls)
     assert not failures, failures[:10]
     assert checked > 150
     # The check has teeth: in these frames a header key shares its bucket, so a wrong field order fails.

@@ -28,7 +28,9 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * {@code --count} acknowledged messages it keeps printing for {@code --linger} seconds (so unexpected extra
  * deliveries show), then shuts down. If the count is not reached by {@code --timeout}: a {@code timeout} line,
  * {@code done}, exit 3 (as peer.py). {@code --fail-first N} answers RECONSUME_LATER (orderly:
- * SUSPEND_CURRENT_QUEUE_A_MOMENT) to the first N deliveries; they do not count.
+ * SUSPEND_CURRENT_QUEUE_A_MOMENT) to the first N deliveries; they do not count. {@code --server-rebalance}
+ * (5.x clients) asks the broker for the queue assignment instead of balancing in the client, so the group
+ * POPs where the broker's consume mode for it says POP.
  *
  * <p>pull-consume polls until {@code --count} messages came (fewer by {@code --timeout}: an {@code error}
  * line Incomplete and exit 6), or with count 0 until polls have come back empty for {@code --idle-ms} once
@@ -50,6 +52,7 @@ final class Consume {
             o.requiredValue("count");
             o.flag("orderly");
             o.flag("broadcast");
+            o.flag("server-rebalance");
             o.value("thread-count", "0");
             o.value("batch-max-size", "0");
             o.value("fail-first", "0");
@@ -86,6 +89,11 @@ final class Consume {
         throw new IllegalStateException("no setMessageModel on " + consumer.getClass());
     }
 
+    /** {@code setClientRebalance(false)}: 5.x only, so by reflection (a 4.x client fails the run). */
+    static void serverRebalance(Object consumer) throws Exception {
+        consumer.getClass().getMethod("setClientRebalance", boolean.class).invoke(consumer, false);
+    }
+
     private static final class PushState {
         int failuresLeft;
         boolean closed;
@@ -102,6 +110,9 @@ final class Consume {
         consumer.setAwaitTerminationMillisWhenShutdown((long) (o.seconds("shutdown-timeout") * 1000 / 2));
         if (o.flagged("broadcast")) {
             broadcast(consumer);
+        }
+        if (o.flagged("server-rebalance")) {
+            serverRebalance(consumer);
         }
         int threads = o.integer("thread-count");
         if (threads > 0) {
