@@ -185,6 +185,7 @@ def test_codec_tests_pass_on_the_other_path() -> None:
         "tests/unit/test_golden_frames.py",
         "tests/unit/test_headers_golden.py",
         "tests/unit/test_headers.py",
+        "tests/unit/test_pop_headers.py",
         "tests/unit/test_command.py",
         "tests/unit/test_codec_fuzz.py",
         "tests/unit/test_javahash.py",
