@@ -39,6 +39,19 @@ async def echo(request: RemotingCommand, conn: Connection) -> RemotingCommand:
     return request.make_response(ResponseCode.SUCCESS, body=request.body)
 
 
+class Blocking:
+    """A handler that notes each request's opaque and answers once ``release`` is set."""
+
+    def __init__(self) -> None:
+        self.started: list[int] = []
+        self.release = asyncio.Event()
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        self.started.append(request.opaque)
+        await self.release.wait()
+        return request.make_response(ResponseCode.SUCCESS)
+
+
 class DeafPeer:
     """A raw socket that sends requests and does not read (until told to): a small receive buffer, so the
     kernel holds little of what the server sends it."""
@@ -210,13 +223,8 @@ async def test_the_server_wide_bound_stops_reading_from_peers_whose_answers_wait
 async def test_dispatcher_pause_withholds_the_rest_of_a_read() -> None:
     """The in-flight bound pauses reading in the middle of a read's requests: the rest wait as the bytes
     they arrived as (not as decoded requests), and are delivered in order once it resumes."""
-    release = asyncio.Event()
-    started: list[int] = []
-
-    async def block(request: RemotingCommand, conn: Connection) -> RemotingCommand:
-        started.append(request.opaque)
-        await release.wait()
-        return request.make_response(ResponseCode.SUCCESS)
+    block = Blocking()
+    started, release = block.started, block.release
 
     server = RemotingServer("127.0.0.1", 0, {BLOCK: block}, max_in_flight=4)
     await server.start()
@@ -243,13 +251,8 @@ async def test_dispatcher_pause_withholds_the_rest_of_a_read() -> None:
 async def test_the_bytes_of_unfinished_requests_are_bounded_per_connection() -> None:
     """Requests whose handlers have not finished count as their body plus REQUEST_COST: past the
     per-connection bound the peer is not read, whatever the request count bound allows."""
-    release = asyncio.Event()
-    started: list[int] = []
-
-    async def block(request: RemotingCommand, conn: Connection) -> RemotingCommand:
-        started.append(request.opaque)
-        await release.wait()
-        return request.make_response(ResponseCode.SUCCESS)
+    block = Blocking()
+    started, release = block.started, block.release
 
     body = b"z" * 1000
     server = RemotingServer(
@@ -279,13 +282,8 @@ async def test_a_flooding_peer_does_not_starve_the_others_past_the_server_wide_b
     """Past the server-wide bound on unfinished requests, a connection with more than one unfinished is not
     read, so a peer flooding requests that wait cannot take the server's memory, while a peer asking one
     question at a time is answered throughout."""
-    release = asyncio.Event()
-    started: list[int] = []
-
-    async def block(request: RemotingCommand, conn: Connection) -> RemotingCommand:
-        started.append(request.opaque)
-        await release.wait()
-        return request.make_response(ResponseCode.SUCCESS)
+    block = Blocking()
+    started, release = block.started, block.release
 
     server = RemotingServer(
         "127.0.0.1",
