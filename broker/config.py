@@ -14,12 +14,16 @@ import logging
 import os
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any, TypedDict
+from typing import Any
 
 from broker.store import BrokerRole as BrokerRole  # re-exported: callers name it broker.config.BrokerRole
 from broker.store import FlushDiskType, StoreConfig
 from rocketmq_wire.bodies.properties_text import PropertiesBody
-from rocketmq_wire.transport.server import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_PER_CONNECTION
+from rocketmq_wire.transport.server import (
+    DEFAULT_MAX_BUFFERED,
+    DEFAULT_MAX_BUFFERED_PER_CONNECTION,
+    RemotingLimits,
+)
 
 log = logging.getLogger("broker.config")
 
@@ -37,14 +41,6 @@ def _setting(java: str, default: Any) -> Any:
     if isinstance(default, (list, dict, set)):
         raise TypeError("mutable defaults are not settings")
     return dataclasses.field(default=default, metadata={_JAVA: java})
-
-
-class RemotingLimits(TypedDict):
-    """What a broker's :class:`~rocketmq_wire.transport.RemotingServer` is built with, by keyword name."""
-
-    idle_timeout: float
-    max_buffered_per_connection: int
-    max_buffered: int
 
 
 #: ``haMasterAddress`` only counts from this length on (Apache's check for a usable "host:port").

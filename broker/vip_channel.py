@@ -12,10 +12,10 @@ import logging
 import ssl
 from collections.abc import Mapping
 
-from broker.config import RemotingLimits
 from rocketmq_wire import RequestCode
 from rocketmq_wire.transport import ConnectionListener, Handler, RemotingServer
 from rocketmq_wire.transport.dispatch import RequestGate
+from rocketmq_wire.transport.server import RemotingLimits
 from rocketmq_wire.transport.tls import TlsMode
 
 log = logging.getLogger("broker.vip_channel")

@@ -10,7 +10,11 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Iterator, Mapping
 
-from rocketmq_wire.transport.server import DEFAULT_MAX_BUFFERED, DEFAULT_MAX_BUFFERED_PER_CONNECTION
+from rocketmq_wire.transport.server import (
+    DEFAULT_MAX_BUFFERED,
+    DEFAULT_MAX_BUFFERED_PER_CONNECTION,
+    RemotingLimits,
+)
 
 #: How long a broker stays routable without re-registering (``BROKER_CHANNEL_EXPIRED_TIME``).
 BROKER_CHANNEL_EXPIRED_MS = 120_000
@@ -58,6 +62,14 @@ class NamesrvConfig:
     server_channel_max_buffered_bytes: int = DEFAULT_MAX_BUFFERED_PER_CONNECTION
     #: This project's own: the same over all connections together; 0 or less: no bound.
     server_max_buffered_bytes: int = DEFAULT_MAX_BUFFERED
+
+    def remoting_limits(self) -> RemotingLimits:
+        """What the NameServer's remoting server is built with."""
+        return RemotingLimits(
+            idle_timeout=float(self.server_channel_max_idle_time_seconds),
+            max_buffered_per_connection=self.server_channel_max_buffered_bytes,
+            max_buffered=self.server_max_buffered_bytes,
+        )
 
     def items(self) -> Iterator[tuple[str, object]]:
         """``(javaName, value)`` for every setting, in declared order."""

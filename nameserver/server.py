@@ -61,9 +61,7 @@ class NameServer:
             port,
             ssl=context,
             tls_mode=mode,
-            idle_timeout=self.config.server_channel_max_idle_time_seconds,
-            max_buffered_per_connection=self.config.server_channel_max_buffered_bytes,
-            max_buffered=self.config.server_max_buffered_bytes,
+            **self.config.remoting_limits(),
         )
         # Every NameServer request is a table lookup or update that never waits: answered inline.
         for code in self.processor.handlers:

@@ -21,6 +21,7 @@ import socket
 import ssl as ssl_module
 from collections.abc import Callable, Mapping
 from types import TracebackType
+from typing import TypedDict
 
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.framing import MAX_FRAME_SIZE
@@ -51,6 +52,15 @@ DEFAULT_MAX_BUFFERED = 32 * 1024 * 1024
 #: The idle sweep looks at every connection this often, at most (a connection idle for the timeout is closed
 #: up to this late), and at least eight times per timeout.
 _SWEEP_MAX_INTERVAL_S = 5.0
+
+
+class RemotingLimits(TypedDict):
+    """The idle timeout and buffer bounds a :class:`RemotingServer` is built with, by keyword name; a
+    server role's configuration gives them (``BrokerConfig.remoting_limits()``, and the NameServer's)."""
+
+    idle_timeout: float
+    max_buffered_per_connection: int
+    max_buffered: int
 
 
 class RemotingServer:
