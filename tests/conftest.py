@@ -20,10 +20,17 @@ it loads this file only. What only workers know reaches it through
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, settings
 
 from tests.integration.clusters.fixture import WorkerRelay, provider_of
 from tests.integration.clusters.fixture import terminal_summary as clusters_summary
 from tests.integration.matrix import report as matrix_report
+
+# Property tests check what the code computes, never how fast: on a machine busy with the integration
+# suite's JVMs, Hypothesis's timing checks (a 200 ms deadline per example, "too slow" data generation) fail
+# tests that are right (seen: test_message_batch's round trip while a cluster ran beside it).
+settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("suite")
 
 
 def work_unit(item: pytest.Item) -> str:
