@@ -19,6 +19,7 @@ dispatcher), ``backoff`` (jittered growing pauses).
 
 from client.backoff import Backoff
 from client.errors import (
+    BrokerVersionError,
     ClientError,
     ClientStateError,
     DuplicateGroupError,
@@ -35,6 +36,7 @@ from client.trace import TraceClose, TraceDispatcher, TraceSend, now_ms
 
 __all__ = [
     "Backoff",
+    "BrokerVersionError",
     "ClientError",
     "ClientInstance",
     "ClientRpc",

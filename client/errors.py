@@ -26,3 +26,15 @@ class NameServerError(ClientError):
 
 class RouteRefusedError(NameServerError):
     """A NameServer answered a route request with a failure code (not just "no such topic")."""
+
+
+class BrokerVersionError(ClientError):
+    """A feature the broker's release does not have (a timer message to a 4.x broker, say), refused before
+    anything was sent: an older broker would take the request and quietly ignore what it cannot read."""
+
+    def __init__(self, feature: str, addr: str, broker_version: str, needed: str) -> None:
+        super().__init__(f"{feature} needs a {needed} broker; {addr} is {broker_version}")
+        self.feature = feature
+        self.addr = addr
+        self.broker_version = broker_version
+        self.needed = needed

@@ -33,7 +33,7 @@ import weakref
 from collections.abc import Callable, Coroutine, Iterable, Mapping
 from typing import Any
 
-from client.errors import ClientStateError, DuplicateGroupError
+from client.errors import BrokerVersionError, ClientStateError, DuplicateGroupError
 from client.heartbeat import heartbeat_body, heartbeat_request, unregister_request
 from client.identity import client_id, default_instance_name, resolve_ip
 from client.namesrv import NameServerClient
@@ -42,7 +42,7 @@ from client.settings import ClientSettings
 from client.timers import run_periodically
 from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
-from rocketmq_wire.codes import RequestCode, ResponseCode
+from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const as props
@@ -196,6 +196,8 @@ class ClientInstance:
         self._members: list[Member] = []
         self._routes: dict[str, TopicRouteData] = {}
         self._brokers: dict[str, dict[int, str]] = {}
+        #: Each broker's release as its last heartbeat answer gave it (Java's ``brokerVersionTable``).
+        self._broker_versions: dict[str, int] = {}
         self._inflight: dict[str, asyncio.Task[TopicRouteData | None]] = {}
         self._stop = asyncio.Event()
         self._timers: list[asyncio.Task[None]] = []
@@ -458,12 +460,40 @@ class ClientInstance:
         except RemotingError as exc:
             logger.warning("heartbeat to broker %s failed: %s", addr, exc)
             return False
+        self._broker_versions[addr] = response.version
         if response.code != ResponseCode.SUCCESS:
             logger.warning(
                 "broker %s refused the heartbeat: code %d %s", addr, response.code, response.remark
             )
             return False
         return True
+
+    async def broker_version(self, addr: str) -> int:
+        """The ``MQVersion`` number of the broker at ``addr``, asking it with a heartbeat when no answer of
+        its has been seen yet (a member about to use a 5.x-only feature there must know first).
+
+        Raises :class:`~rocketmq_wire.transport.RemotingError` when the broker cannot be reached.
+        """
+        known = self._broker_versions.get(addr)
+        if known is not None:
+            return known
+        cmd = heartbeat_request(self.heartbeat_body(), self.settings.version)
+        response = await self.rpc.invoke(addr, cmd, self.settings.request_timeout_ms)
+        self._broker_versions[addr] = response.version
+        return response.version
+
+    async def require_broker_version(
+        self,
+        addr: str,
+        minimum: int,
+        feature: str,
+        error: type[BrokerVersionError] = BrokerVersionError,
+    ) -> None:
+        """Raise ``error`` (a :class:`~client.errors.BrokerVersionError`; each role has its own) unless the
+        broker at ``addr`` runs ``minimum`` (an ``MQVersion`` number) or later."""
+        version = await self.broker_version(addr)
+        if version < minimum:
+            raise error(feature, addr, MQVersion.name_of(version), MQVersion.name_of(minimum) + " or later")
 
     async def _unregister(self, build: Callable[[], RemotingCommand]) -> None:
         """One UNREGISTER_CLIENT at every known broker, masters and slaves, best effort (a broker also notices

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from producer.errors import (
         BrokerBusyError,
         BrokerError,
+        BrokerVersionError,
         DuplicateGroupError,
         MessageTooLargeError,
         MessageValidationError,
@@ -65,6 +66,7 @@ _EXPORTS = {
     "ProducerConfig": "producer.config",
     "BrokerBusyError": "producer.errors",
     "BrokerError": "producer.errors",
+    "BrokerVersionError": "producer.errors",
     "MessageTooLargeError": "producer.errors",
     "MessageValidationError": "producer.errors",
     "NoRouteError": "producer.errors",
@@ -100,6 +102,7 @@ __all__ = [
     "BlockingTransactionProducer",
     "BrokerBusyError",
     "BrokerError",
+    "BrokerVersionError",
     "BusyAnswer",
     "BusyListener",
     "ClientInstance",

@@ -123,6 +123,10 @@ class BlockingProducer:
     def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         return self._run(self._producer.fetch_publish_queues(topic))
 
+    def recall(self, topic: str, handle: str, *, timeout_ms: float | None = None) -> str:
+        """See :meth:`producer.Producer.recall`."""
+        return self._run(self._producer.recall(topic, handle, timeout_ms=timeout_ms))
+
 
 class BlockingTransactionProducer(BlockingProducer):
     """:class:`~producer.TransactionProducer` with blocking methods; same arguments (``checker`` ...)."""

@@ -47,6 +47,11 @@ class BrokerError(ProducerError):
         self.addr = addr
 
 
+class BrokerVersionError(ProducerError, client_errors.BrokerVersionError):
+    """The message needs a newer broker than the one chosen (a timer message to a 4.x broker); nothing was
+    sent. Both a :class:`ProducerError` and the core's refusal."""
+
+
 class NoRouteError(ProducerError):
     """No NameServer knows the topic (and no default route allowed auto-creating it)."""
 

@@ -31,8 +31,10 @@ from producer.config import ProducerConfig
 from producer.errors import (
     BrokerBusyError,
     BrokerError,
+    BrokerVersionError,
     DuplicateGroupError,
     MessageValidationError,
+    NoRouteError,
     ProducerError,
     ProducerStateError,
     SendFailedError,
@@ -55,12 +57,20 @@ from producer.sender import (
     send_request,
 )
 from producer.trace import trace_group, trace_producer_config
+from rocketmq_wire import features
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import TopicRouteData
-from rocketmq_wire.codes import SerializeType
+from rocketmq_wire.codes import RequestCode, ResponseCode, SerializeType
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.message import Message, PropertiesFlavour, UniqueIdGenerator
-from rocketmq_wire.topics import without_namespace, wrap_namespace
+from rocketmq_wire.errors import CodecError
+from rocketmq_wire.headers.send import RecallMessageRequestHeader, RecallMessageResponseHeader
+from rocketmq_wire.message import Message, PropertiesFlavour, RecallHandle, UniqueIdGenerator
+from rocketmq_wire.topics import (
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
+    without_namespace,
+    wrap_namespace,
+)
 from rocketmq_wire.trace import JAVA_NULL, TraceBean, TraceContext, TraceMessageType, TraceType
 from rocketmq_wire.transport import Connection, RemotingError
 
@@ -309,6 +319,49 @@ class Producer:
         self._check_running()
         info = await self._route_table().publish_info(self._wire_topic(topic))
         return [self._user_queue(q) for q in info.queues]
+
+    async def recall(self, topic: str, handle: str, *, timeout_ms: float | None = None) -> str:
+        """Take back a timer message before its delivery time, by the ``recall_handle`` of its send result
+        (RECALL_MESSAGE, brokers of 5.3.2 on); returns the recalled message's unique id.
+
+        The handle names the broker holding the message, which is asked directly (Java falls back to any
+        broker of the topic when that one is not in the route, as a proxy would serve it).
+        """
+        self._check_running()
+        wire_topic = self._wire_topic(topic)
+        if wire_topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)):
+            raise MessageValidationError(f"messages of {topic!r} cannot be recalled (retry and DLQ topics)")
+        try:
+            parsed = RecallHandle.decode(handle)
+        except CodecError as exc:
+            raise MessageValidationError(str(exc)) from exc
+        timeout = self.config.send_timeout_ms if timeout_ms is None else timeout_ms
+        routes = self._route_table()
+        info = await self._publish_info(wire_topic, timeout)
+        addr = routes.master_address(parsed.broker_name)
+        if addr is None and info.queues:
+            addr = routes.master_address(info.queues[0].broker_name)
+        if addr is None:
+            raise NoRouteError(f"no address for broker {parsed.broker_name!r} of topic {topic!r}")
+        assert self._instance is not None
+        await self._instance.require_broker_version(
+            addr, features.RECALL_MESSAGE, "recalling a message", error=BrokerVersionError
+        )
+        header = RecallMessageRequestHeader(
+            producer_group=self.wire_group,
+            topic=wire_topic,
+            recall_handle=handle,
+            bname=parsed.broker_name,
+        )
+        cmd = RemotingCommand.request(RequestCode.RECALL_MESSAGE, header)
+        response = await self._rpc_client().invoke(addr, cmd, timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise BrokerError(response.code, response.remark, addr)
+        try:
+            answer = RecallMessageResponseHeader.from_ext(response.fields())
+        except CodecError as exc:
+            raise BrokerError(response.code, f"unreadable recall answer: {exc}", addr) from exc
+        return answer.msg_id or ""
 
     async def send_heartbeats(self) -> int:
         """Heartbeat every master broker now (the instance's timer does this every 30 s), for every group of
@@ -668,6 +721,12 @@ class Producer:
             addr = routes.master_address(queue.broker_name)
             if addr is None:
                 raise _NoBrokerAddress(f"the broker {queue.broker_name!r} is not in any route")
+        if prepared.timer:
+            # A 4.x broker would store it and deliver it at once: refuse before anything is sent.
+            assert self._instance is not None
+            await self._instance.require_broker_version(
+                addr, features.TIMER_MESSAGES, "a timer message", error=BrokerVersionError
+            )
         cmd = send_request(
             prepared,
             group=self.wire_group,

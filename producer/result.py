@@ -49,7 +49,8 @@ class SendResult:
 
     ``msg_id`` is the id the producer made (``UNIQ_KEY``; for a batch, the ids of its messages joined by
     commas), ``offset_msg_id`` the broker's store address id. ``message_queue.topic`` is the topic as the
-    caller named it, without the namespace.
+    caller named it, without the namespace. ``recall_handle`` is what a 5.3.2+ broker hands back for a timer
+    message, to take it back before its time with :meth:`producer.Producer.recall`.
     """
 
     status: SendStatus
@@ -60,6 +61,7 @@ class SendResult:
     transaction_id: str | None = None
     region_id: str = "DefaultRegion"
     trace_on: bool = True
+    recall_handle: str | None = None
 
     def __str__(self) -> str:
         return (

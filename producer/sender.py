@@ -141,6 +141,8 @@ class PreparedMessage:
     flag: int
     msg_id: str
     batch: bool = False
+    #: A timer message (RocketMQ 5): only a broker that reads its delivery time may take it.
+    timer: bool = False
 
 
 def prepare_message(
@@ -170,7 +172,9 @@ def prepare_message(
         sys_flag = compressed_sys_flag(sys_flag, CompressionType.ZLIB)
     if extra.get(props.TRAN_MSG) == "true":
         sys_flag |= sysflag.TRANSACTION_PREPARED_TYPE
-    return PreparedMessage(wire_topic, body, properties, sys_flag, message.flag, unique_id)
+    return PreparedMessage(
+        wire_topic, body, properties, sys_flag, message.flag, unique_id, timer=message.is_timer
+    )
 
 
 def prepare_batch(
@@ -196,6 +200,9 @@ def prepare_batch(
             raise MessageValidationError("every message of a batch must have the same topic")
         if message.delay_level > 0:
             raise MessageValidationError("delay levels are not supported in batches")
+        if message.is_timer:
+            # Apache's broker only reads a delivery time on a message sent alone: a batch is stored at once.
+            raise MessageValidationError("a timer message (delivery time or delay) cannot be sent in a batch")
         if message.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             raise MessageValidationError("retry topics are not supported in batches")
         if message.wait_store_msg_ok != first.wait_store_msg_ok:
@@ -283,4 +290,5 @@ def parse_send_response(
         transaction_id=header.transaction_id,
         region_id=fields.get(props.MSG_REGION) or DEFAULT_REGION,
         trace_on=fields.get(props.TRACE_ON) != "false",
+        recall_handle=header.recall_handle,
     )

@@ -103,6 +103,8 @@ from rocketmq_wire.headers.query import (
 )
 from rocketmq_wire.headers.rpc import RpcRequestHeader, TopicRequestHeader
 from rocketmq_wire.headers.send import (
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
@@ -132,6 +134,8 @@ FAST_PATH_HEADERS: tuple[type[CommandHeader], ...] = (
 #: Every concrete header class, requests and responses.
 ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     AckMessageRequestHeader,
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
     ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
     PopMessageRequestHeader,
@@ -268,6 +272,7 @@ def _response_registry() -> Mapping[int, type[CommandHeader]]:
         ((RequestCode.GET_BROKER_CLUSTER_ACL_INFO,), GetBrokerAclConfigResponseHeader),
         ((RequestCode.POP_MESSAGE,), PopMessageResponseHeader),
         ((RequestCode.CHANGE_MESSAGE_INVISIBLETIME,), ChangeInvisibleTimeResponseHeader),
+        ((RequestCode.RECALL_MESSAGE,), RecallMessageResponseHeader),
     )
     return types.MappingProxyType({int(code): cls for codes, cls in pairs for code in codes})
 
@@ -357,6 +362,8 @@ __all__ = [
     "QueryMessageRequestHeader",
     "QueryMessageResponseHeader",
     "QueryTopicConsumeByWhoRequestHeader",
+    "RecallMessageRequestHeader",
+    "RecallMessageResponseHeader",
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
     "RegisterTopicRequestHeader",

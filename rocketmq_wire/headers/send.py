@@ -140,3 +140,31 @@ class SendMessageResponseHeader(CommandHeader):
     batch_uniq_id: str | None = jstr("batchUniqId")
     recall_handle: str | None = jstr("recallHandle")
     delay_time: int | None = jlong("delayTime")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class RecallMessageRequestHeader(CommandHeader):
+    """RECALL_MESSAGE (5.3.2 on): take back a timer message before its delivery time.
+
+    ``recallHandle`` is the handle the send's answer carried (:mod:`rocketmq_wire.message.recall`); Java's
+    client sets ``bname`` to the broker named in it. A 5.x ``TopicRequestHeader``: the routing fields sit
+    among its own in the order Java's ``HashSet<Field>`` walks them (see :mod:`rocketmq_wire.headers.pop`).
+    """
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.RECALL_MESSAGE,)
+
+    producer_group: str | None = jstr("producerGroup")
+    namespace: str | None = jstr("ns")
+    bname: str | None = jstr("bname")
+    oneway: bool | None = jbool("oway")
+    recall_handle: str | None = jstr("recallHandle", required=True)
+    topic: str | None = jstr("topic", required=True)
+    logical: bool | None = jbool("lo")
+    namespaced: bool | None = jbool("nsd")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class RecallMessageResponseHeader(CommandHeader):
+    """Answer to a recall: the unique id (``UNIQ_KEY``) of the message taken back."""
+
+    msg_id: str | None = jstr("msgId", required=True)

@@ -39,6 +39,7 @@ from rocketmq_wire.message.properties import (
     java_ordered,
     validate_user_property,
 )
+from rocketmq_wire.message.recall import RecallHandle
 from rocketmq_wire.message.stored import (
     MessageExt,
     body_crc,
@@ -60,6 +61,7 @@ __all__ = [
     "MessageVersion",
     "OffsetMessageId",
     "PropertiesFlavour",
+    "RecallHandle",
     "UniqueIdGenerator",
     "UniqueIdLayout",
     "UniqueIdParts",

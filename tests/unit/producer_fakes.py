@@ -17,15 +17,28 @@ from types import TracebackType
 from typing import Any, Self
 
 from producer import Producer
-from rocketmq_wire import ExtFields, acl
+from rocketmq_wire import ExtFields, acl, features
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
 from rocketmq_wire.bodies.route import BrokerData, QueueData, TopicRouteData
-from rocketmq_wire.codes import RequestCode, ResponseCode
+from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.namesrv import GetRouteInfoRequestHeader
-from rocketmq_wire.headers.send import SendMessageRequestHeaderV2, SendMessageResponseHeader
+from rocketmq_wire.headers.send import (
+    RecallMessageRequestHeader,
+    RecallMessageResponseHeader,
+    SendMessageRequestHeaderV2,
+    SendMessageResponseHeader,
+)
 from rocketmq_wire.headers.transaction import CheckTransactionStateRequestHeader
-from rocketmq_wire.message import MessageExt, decode_batch, encode_offset_msg_id, encode_stored_message
+from rocketmq_wire.message import (
+    MessageExt,
+    RecallHandle,
+    decode_batch,
+    decode_properties,
+    encode_offset_msg_id,
+    encode_stored_message,
+)
+from rocketmq_wire.message import const as props
 from rocketmq_wire.transport import Connection, RemotingServer
 
 
@@ -145,6 +158,8 @@ class FakeBroker(_Recorder):
     Script it with ``fail_codes`` (response codes for the next sends, consumed one per send), ``status_code``
     (e.g. FLUSH_DISK_TIMEOUT for every successful send), ``delay`` (seconds before answering a send, to
     simulate a slow broker) and ``secret_key`` (verify ACL signatures; ``bad_signatures`` counts failures).
+    ``version`` is the release its heartbeat answers announce; from 5.3.2 on, a timer message's send answer
+    carries a recall handle and RECALL_MESSAGE takes it back (``recalled`` lists the handles).
     """
 
     def __init__(
@@ -163,6 +178,8 @@ class FakeBroker(_Recorder):
         self.fail_remark: str | None = None
         self.status_code = ResponseCode.SUCCESS
         self.delay = 0.0
+        self.version = MQVersion.V4_9_8
+        self.recalled: list[str] = []
         self.stored: list[StoredMessage] = []
         self.heartbeats: list[HeartbeatData] = []
         self.client_connections: dict[str, Connection] = {}
@@ -175,6 +192,7 @@ class FakeBroker(_Recorder):
             RequestCode.HEART_BEAT: self._heartbeat,
             RequestCode.UNREGISTER_CLIENT: self._ok,
             RequestCode.END_TRANSACTION: self._ok,
+            RequestCode.RECALL_MESSAGE: self._recall,
         }.items():
             self.server.register(code, handler)
 
@@ -218,7 +236,17 @@ class FakeBroker(_Recorder):
             self.client_connections[data.client_id] = conn
         await self._record(request, conn)
         await self._check_acl(request)
-        return request.make_response()
+        response = request.make_response()
+        response.version = self.version
+        return response
+
+    async def _recall(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        await self._record(request, conn)
+        handle = request.read_header(RecallMessageRequestHeader).recall_handle or ""
+        self.recalled.append(handle)
+        return request.make_response(
+            header=RecallMessageResponseHeader(msg_id=RecallHandle.decode(handle).message_id)
+        )
 
     async def _send(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
         await self._record(request, conn)
@@ -255,10 +283,18 @@ class FakeBroker(_Recorder):
             )
             ids.append(encode_offset_msg_id(self.address, self._commit_offset))
             self._commit_offset += 100 + len(body)
+        recall_handle = None
+        timer = decode_properties(bodies[0][1]).get(props.TIMER_DELIVER_MS)
+        if timer is not None and self.version >= features.RECALL_MESSAGE:
+            unique_id = decode_properties(bodies[0][1])[props.UNIQ_KEY]
+            recall_handle = RecallHandle(topic, self.name, str(int(timer) + 1), unique_id).encode()
         response = request.make_response(
             self.status_code,
             header=SendMessageResponseHeader(
-                msg_id=",".join(ids), queue_id=queue_id, queue_offset=first_offset
+                msg_id=",".join(ids),
+                queue_id=queue_id,
+                queue_offset=first_offset,
+                recall_handle=recall_handle,
             ),
         )
         response.ext_fields = ExtFields({"MSG_REGION": "DefaultRegion", "TRACE_ON": "true"})
