@@ -3,7 +3,6 @@ them under ``rmq group`` too)."""
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated
 
 import typer
@@ -88,16 +87,7 @@ def parse_when(text: str) -> int:
         from admin import RESET_TO_LATEST
 
         return RESET_TO_LATEST
-    if text.isdigit():
-        return params.epoch_ms(int(text), "--to")
-    try:
-        moment = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise typer.BadParameter(
-            f"cannot read {text!r} as a time: use epoch milliseconds, 2024-05-01T12:00:00, or now",
-            param_hint="--to",
-        ) from None
-    return params.local_epoch_ms(moment, text, "--to")
+    return params.moment_ms(text, "--to")
 
 
 @friendly

@@ -1,5 +1,6 @@
 """``rmq message get MSGID``, ``rmq message query --key K | --unique-key U TOPIC``, ``rmq message at``,
-``rmq message print-queue`` (a queue read by offset) and ``rmq message trace MSGID`` (message trace)."""
+``rmq message print-queue`` (a queue read by offset), ``rmq message trace MSGID`` (message trace) and
+``rmq message recall TOPIC HANDLE`` (take back a timer message)."""
 
 from __future__ import annotations
 
@@ -18,6 +19,7 @@ from cli.common import (
     cell,
     emit_json,
     out,
+    run_async,
     target,
     to_plain,
     walking,
@@ -33,7 +35,9 @@ if TYPE_CHECKING:
     from rocketmq_wire.message import MessageExt
     from rocketmq_wire.trace import TraceContext
 
-message_app = typer.Typer(help="Find stored messages by id or key.", no_args_is_help=True)
+message_app = typer.Typer(
+    help="Find stored messages by id or key; recall timer messages.", no_args_is_help=True
+)
 
 
 @message_app.command("get")
@@ -201,6 +205,33 @@ def _timings_json(report: SendRtReport) -> dict[str, object]:
     return {"topic": report.topic, "avg_rt_ms": report.avg_rt_ms, "sends": to_plain(report.sends)}
 
 
+@message_app.command("recall")
+@friendly
+def recall(
+    topic: Annotated[str, typer.Argument(callback=params.topic_name, help="Topic the message was sent to")],
+    handle: Annotated[
+        str, typer.Argument(callback=params.not_blank, help="Recall handle from the send's result")
+    ],
+    group: Annotated[
+        str, typer.Option("--group", "-g", callback=params.group_name, help="Producer group")
+    ] = params.CLI_PRODUCER_GROUP,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Take back a timer message before its delivery time (5.3.2 brokers on; Java's recallMessage)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    from cli.send_run import recall_message
+
+    msg_id = run_async(recall_message(where, group, topic, handle))
+    if as_json:
+        emit_json({"topic": topic, "msg_id": msg_id, "recalled": True})
+    else:
+        out().print(f"recalled message {msg_id} of {topic}")
+
+
 @message_app.command("check-send-rt")
 @friendly
 def check_send_rt(
@@ -249,16 +280,7 @@ def _moment(text: str | None, option: str) -> int | None:
     """Epoch milliseconds or an ISO date-time (local time unless it has an offset)."""
     if text is None:
         return None
-    if text.isdigit():
-        return params.epoch_ms(int(text), option)
-    try:
-        moment = dt.datetime.fromisoformat(text)
-    except ValueError:
-        raise typer.BadParameter(
-            f"cannot read {text!r} as a time: use epoch milliseconds or 2024-05-01T12:00:00",
-            param_hint=option,
-        ) from None
-    return params.local_epoch_ms(moment, text, option)
+    return params.moment_ms(text, option)
 
 
 @message_app.command("consume")

@@ -14,6 +14,7 @@ import datetime as dt
 import ipaddress
 import logging
 import os
+import re
 import socket
 from collections.abc import Callable
 from pathlib import Path
@@ -26,6 +27,8 @@ from rocketmq_wire.transport.address import parse_address, parse_namesrv_list
 
 #: Counts and sizes travel as Java ``int`` fields; a larger number could not be sent.
 JAVA_INT_MAX = 2**31 - 1
+#: The producer group of ``rmq send`` and ``rmq message recall`` unless ``--group`` names another.
+CLI_PRODUCER_GROUP = "rmq-cli-producer"
 #: Broker ids are Java ``long`` fields.
 JAVA_LONG_MAX = 2**63 - 1
 #: The longest timeout an option accepts (an hour): anything longer is a typo, not a wish.
@@ -134,6 +137,41 @@ def local_epoch_ms(moment: dt.datetime, text: str, option: str) -> int:
         return epoch_ms(int(moment.astimezone().timestamp() * 1000), option)
     except (ValueError, OverflowError):
         raise typer.BadParameter(f"{text!r} is not between 1970 and 9999", param_hint=option) from None
+
+
+def moment_ms(text: str, option: str) -> int:
+    """Epoch milliseconds, or an ISO date-time (local time unless it has an offset), as epoch milliseconds."""
+    if text.isdigit():
+        return epoch_ms(int(text), option)
+    try:
+        moment = dt.datetime.fromisoformat(text)
+    except ValueError:
+        raise typer.BadParameter(
+            f"cannot read {text!r} as a time: use epoch milliseconds or 2024-05-01T12:00:00",
+            param_hint=option,
+        ) from None
+    return local_epoch_ms(moment, text, option)
+
+
+#: Duration units and how many of the smallest one written (ms, or s) each is.
+_DURATION_UNITS = {"ms": ("ms", 1), "s": ("s", 1), "m": ("s", 60), "h": ("s", 3600), "d": ("s", 86_400)}
+_DURATION = re.compile(r"(\d+)(ms|s|m|h|d)?")
+
+
+def delay(text: str, option: str) -> tuple[int, bool]:
+    """A delay such as ``1500ms``, ``30s``, ``5m``, ``2h`` or ``1d`` (a bare number is seconds): its length
+    and whether it is in milliseconds (``ms``) rather than whole seconds (every other unit), the two forms
+    Java's ``setDelayTimeMs`` and ``setDelayTimeSec`` write."""
+    found = _DURATION.fullmatch(text.strip())
+    if found is None:
+        raise typer.BadParameter(
+            f"cannot read {text!r} as a delay: use 1500ms, 30s, 5m, 2h or 1d", param_hint=option
+        )
+    unit, factor = _DURATION_UNITS[found.group(2) or "s"]
+    value = int(found.group(1)) * factor
+    if value > JAVA_LONG_MAX:
+        raise typer.BadParameter(f"{text!r} is longer than a Java long can hold", param_hint=option)
+    return value, unit == "ms"
 
 
 def store_dir(text: str) -> Path:

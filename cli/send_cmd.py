@@ -18,7 +18,6 @@ from rocketmq_wire.errors import CodecError
 if TYPE_CHECKING:
     from rocketmq_wire.message import Message
 
-DEFAULT_GROUP = "rmq-cli-producer"
 DEFAULT_BATCH_SIZE = 32
 
 
@@ -72,16 +71,37 @@ def build_message(
     keys: Sequence[str],
     properties: dict[str, str],
     delay_level: int,
+    deliver_at: str | None = None,
+    delay: str | None = None,
 ) -> Message:
-    """One message; each ``--keys`` value may hold several space-separated keys."""
+    """One message; each ``--keys`` value may hold several space-separated keys. ``deliver_at`` (a time)
+    or ``delay`` (``30s``, ``1500ms`` ...) make it a RocketMQ 5 timer message."""
     from rocketmq_wire.message import Message
 
     split_keys = [no_separators(key, "--keys") for value in keys for key in value.split()]
     if tags is not None:
         no_separators(tags, "--tags")
+    if deliver_at is not None and delay is not None:
+        raise CliError("give --deliver-at or --delay, not both")
+    if (deliver_at is not None or delay is not None) and delay_level:
+        raise CliError("--delay-level does not go with --deliver-at or --delay (the broker drops the time)")
+    deliver_ms = delay_ms = delay_sec = None
+    if deliver_at is not None:
+        deliver_ms = params.moment_ms(deliver_at, "--deliver-at")
+    elif delay is not None:
+        length, in_ms = params.delay(delay, "--delay")
+        delay_ms, delay_sec = (length, None) if in_ms else (None, length)
     try:
         return Message(
-            topic, body, tags=tags, keys=split_keys, properties=dict(properties), delay_level=delay_level
+            topic,
+            body,
+            tags=tags,
+            keys=split_keys,
+            properties=dict(properties),
+            delay_level=delay_level,
+            deliver_time_ms=deliver_ms,
+            delay_time_ms=delay_ms,
+            delay_time_sec=delay_sec,
         )
     except CodecError as exc:
         raise CliError(str(exc)) from None
@@ -110,6 +130,17 @@ def send(
             "--delay-level", min=0, max=params.JAVA_INT_MAX, help="Delay level (1 = 1s, 2 = 5s ...)"
         ),
     ] = 0,
+    deliver_at: Annotated[
+        str | None,
+        typer.Option(
+            "--deliver-at",
+            help="Deliver at this time (epoch ms or ISO date-time, local unless offset); RocketMQ 5 brokers",
+        ),
+    ] = None,
+    delay: Annotated[
+        str | None,
+        typer.Option("--delay", help="Deliver after this long: 1500ms, 30s, 5m, 2h, 1d; RocketMQ 5 brokers"),
+    ] = None,
     count: Annotated[
         int, typer.Option("--count", min=1, max=params.JAVA_INT_MAX, help="Send the message this many times")
     ] = 1,
@@ -123,7 +154,7 @@ def send(
     ] = 1,
     group: Annotated[
         str, typer.Option("--group", "-g", callback=params.group_name, help="Producer group")
-    ] = DEFAULT_GROUP,
+    ] = params.CLI_PRODUCER_GROUP,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,
@@ -132,7 +163,8 @@ def send(
     """Send a message (or --count of them, with a throughput and latency summary) (mqadmin sendMessage)."""
     if oneway and batch:
         raise CliError("--oneway and --batch do not go together (batches are always acknowledged)")
-    where = target(namesrv, access_key, secret_key)
+    if batch and (deliver_at is not None or delay is not None):
+        raise CliError("--batch does not go with --deliver-at or --delay (a broker stores a batch at once)")
     message = build_message(
         topic,
         read_body(body, file),
@@ -140,7 +172,10 @@ def send(
         keys=keys or [],
         properties=parse_properties(properties or []),
         delay_level=delay_level,
+        deliver_at=deliver_at,
+        delay=delay,
     )
+    where = target(namesrv, access_key, secret_key)
     # the producer is imported only now that the command line and the message are known to be good
     from cli.send_run import result_json, results_table, send_messages, summary_table
 

@@ -26,22 +26,26 @@ def result_json(result: SendResult) -> dict[str, Any]:
         "broker_name": result.message_queue.broker_name,
         "queue_id": result.message_queue.queue_id,
         "queue_offset": result.queue_offset,
+        "recall_handle": result.recall_handle,
     }
 
 
 def results_table(results: Sequence[SendResult]) -> Table:
     table = Table()
-    for heading in ("Broker", "QID", "Status", "Message ID", "Offset message ID", "Queue offset"):
-        table.add_column(heading)
+    recallable = any(result.recall_handle for result in results)
+    headings = ["Broker", "QID", "Status", "Message ID", "Offset message ID", "Queue offset"]
+    for heading in [*headings, "Recall handle"] if recallable else headings:
+        table.add_column(heading, overflow="fold")
     for result in results:
-        table.add_row(
+        row = [
             cell(result.message_queue.broker_name),
             cell(result.message_queue.queue_id),
             cell(result.status.value),
             cell(result.msg_id),
             cell(result.offset_msg_id),
             cell(result.queue_offset),
-        )
+        ]
+        table.add_row(*row, *([cell(result.recall_handle)] if recallable else []))
     return table
 
 
@@ -118,6 +122,23 @@ def request_sizes(count: int, batch_size: int) -> Iterator[int]:
         yield rest
 
 
+def _producer(where: Target, group: str) -> Producer:
+    return Producer(
+        group,
+        where.namesrv,
+        access_key=where.access_key,
+        secret_key=where.secret_key,
+        serialize_type=where.serialize_type,
+        ssl=where.ssl,
+    )
+
+
+async def recall_message(where: Target, group: str, topic: str, handle: str) -> str:
+    """Take back a timer message by its recall handle; the recalled message's unique id."""
+    async with _producer(where, group) as producer:
+        return await producer.recall(topic, handle, timeout_ms=where.timeout_ms)
+
+
 async def send_messages(
     where: Target,
     group: str,
@@ -129,15 +150,7 @@ async def send_messages(
     concurrency: int,
     show_progress: bool,
 ) -> tuple[Sender, SendSummary]:
-    producer = Producer(
-        group,
-        where.namesrv,
-        access_key=where.access_key,
-        secret_key=where.secret_key,
-        serialize_type=where.serialize_type,
-        ssl=where.ssl,
-    )
-    async with producer:
+    async with _producer(where, group) as producer:
         sender = Sender(producer, message, oneway=oneway, batch_size=batch_size)
         if not show_progress:
             return sender, await sender.run(count, concurrency, None)

@@ -181,3 +181,55 @@ async def test_namesrv_from_the_option_wins_over_the_environment(rmq: Rmq, tmp_p
     missing = await rmq("topic", "list", namesrv=False)
     assert missing.exit_code == 1
     assert "no NameServer address" in missing.stderr
+
+
+async def test_a_timer_send_to_a_broker_without_timers_is_one_error_line_and_sends_nothing(rmq: Rmq) -> None:
+    """The project's broker (like 4.x) has no timer wheel yet: the delay must not be dropped silently."""
+    await rmq.create_topic()
+    refused = await rmq("send", TOPIC, "later", "--delay", "30s")
+    assert refused.exit_code != 0
+    assert refused.output.count("\n") == 1, refused.output
+    assert "a timer message needs a V5_0_0 or later broker" in refused.output
+    assert "V4_9_8" in refused.output
+    status = await rmq.json("topic", "status", TOPIC)
+    assert sum(row["max_offset"] for row in status["queues"]) == 0, status
+
+
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["--delay", "30s", "--delay-level", "2"], "--delay-level does not go with"),
+        (["--delay", "30s", "--deliver-at", "1900000000000"], "not both"),
+        (["--delay", "soon"], "cannot read 'soon' as a delay"),
+        (["--deliver-at", "tomorrow"], "cannot read 'tomorrow' as a time"),
+        (["--delay", "5s", "--batch"], "--batch does not go with"),
+    ],
+)
+async def test_timer_options_that_cannot_work_are_refused_before_connecting(
+    rmq: Rmq, args: list[str], message: str
+) -> None:
+    result = await rmq("send", TOPIC, "x", *args, namesrv=False)
+    assert result.exit_code != 0
+    assert message in result.output, result.output
+
+
+def test_delays_are_written_as_javas_setters_would_and_times_as_epoch_ms() -> None:
+    import typer
+
+    from cli import params
+
+    assert params.delay("1500ms", "--delay") == (1500, True)
+    assert params.delay("30", "--delay") == (30, False)
+    assert params.delay("5m", "--delay") == (300, False)
+    assert params.delay("2h", "--delay") == (7200, False)
+    assert params.delay("1d", "--delay") == (86_400, False)
+    assert params.moment_ms("2026-01-01T00:00:00+00:00", "--deliver-at") == 1_767_225_600_000
+    assert params.moment_ms("1767225600000", "--deliver-at") == 1_767_225_600_000
+    with pytest.raises(typer.BadParameter):
+        params.delay(f"{2**63}ms", "--delay")
+
+
+async def test_recall_with_a_handle_apache_would_not_read_is_one_error_line(rmq: Rmq) -> None:
+    result = await rmq("message", "recall", TOPIC, "not-a-handle")
+    assert result.exit_code != 0
+    assert "recall handle is invalid" in result.output and result.output.count("\n") == 1, result.output
