@@ -39,6 +39,7 @@ _SINK_TYPES: dict[str, tuple[tuple[DataType, ...], str]] = {
     ),
     "delay_level": ((ByteType(), ShortType(), IntegerType()), "int (or tinyint, smallint)"),
     "sharding_key": ((_STRING,), "string"),
+    "deliver_time": ((TimestampType(), LongType()), "timestamp or bigint (epoch ms)"),
 }
 assert tuple(_SINK_TYPES) == SINK_COLUMNS
 

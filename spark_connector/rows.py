@@ -5,11 +5,15 @@ once (``to_pylist``) and walking them row by row is much cheaper than building a
 older row-based writer path goes through the same function after transposing its rows. Which columns may
 appear and with which types was checked on the driver (:mod:`spark_connector.columns`); what is checked
 here is what only the values can tell: nulls, reserved property names, keys with spaces, negative delays.
+
+``deliver_time`` makes a row a RocketMQ 5 timer message: a timestamp (a naive one is local time, as Spark's
+rows give it) or epoch milliseconds, written as Java's ``setDeliverTimeMs`` writes it.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import datetime as dt
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -18,7 +22,7 @@ from rocketmq_wire.message import Message
 from spark_connector.errors import RowError
 
 #: Columns the sink understands, in the order the documentation lists them.
-SINK_COLUMNS = ("body", "topic", "tags", "keys", "properties", "delay_level", "sharding_key")
+SINK_COLUMNS = ("body", "topic", "tags", "keys", "properties", "delay_level", "sharding_key", "deliver_time")
 
 
 @dataclasses.dataclass(slots=True)
@@ -30,8 +34,8 @@ class Outgoing:
 
     @property
     def batchable(self) -> bool:
-        """SEND_BATCH_MESSAGE carries neither a chosen queue per message nor a delay level."""
-        return self.sharding_key is None and self.message.delay_level == 0
+        """SEND_BATCH_MESSAGE carries neither a chosen queue per message nor a delay level or time."""
+        return self.sharding_key is None and self.message.delay_level == 0 and not self.message.is_timer
 
 
 def _column(columns: Mapping[str, Sequence[Any]], name: str, count: int) -> Sequence[Any]:
@@ -85,6 +89,18 @@ def _delay(value: Any, row: int) -> int:
     return level
 
 
+def _deliver_time(value: Any, row: int) -> int | None:
+    if value is None:
+        return None
+    if isinstance(value, dt.datetime):
+        return int(value.timestamp() * 1000)
+    if isinstance(value, int) and not isinstance(value, bool):
+        if value < 0:
+            raise RowError(f"row {row}: column 'deliver_time' is negative ({value} ms)")
+        return value
+    raise RowError(f"row {row}: column 'deliver_time' holds {type(value).__name__}, not a timestamp or long")
+
+
 def messages_from_columns(
     columns: Mapping[str, Sequence[Any]], count: int, *, topic: str | None, first_row: int = 0
 ) -> list[Outgoing]:
@@ -99,6 +115,7 @@ def messages_from_columns(
     properties_column = _column(columns, "properties", count)
     delays = _column(columns, "delay_level", count)
     sharding_keys = _column(columns, "sharding_key", count)
+    deliver_times = _column(columns, "deliver_time", count)
     result: list[Outgoing] = []
     for index in range(count):
         row = first_row + index
@@ -107,9 +124,17 @@ def messages_from_columns(
             raise RowError(f"row {row}: column 'topic' is null or empty and no 'topic' option is set")
         body = _body(bodies[index], row)
         delay = _delay(delays[index], row)
+        deliver = _deliver_time(deliver_times[index], row)
+        if deliver is not None and delay:
+            raise RowError(f"row {row}: 'delay_level' and 'deliver_time' are both set; a message takes one")
         try:
             message = Message(
-                row_topic, body, tags_column[index] or None, _keys(keys_column[index], row), delay_level=delay
+                row_topic,
+                body,
+                tags_column[index] or None,
+                _keys(keys_column[index], row),
+                delay_level=delay,
+                deliver_time_ms=deliver,
             )
         except CodecError as exc:
             raise RowError(f"row {row}: column 'keys': {exc}") from None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from typing import Any
 
 import pytest
@@ -34,6 +35,19 @@ def test_every_column_becomes_part_of_the_message() -> None:
     assert (second.message.delay_level, second.batchable) == (3, False)
 
 
+def test_a_deliver_time_makes_a_timer_message_sent_alone() -> None:
+    aware = dt.datetime(2026, 12, 1, 8, 30, tzinfo=dt.UTC)
+    naive_local = dt.datetime(2026, 12, 1, 9, 0)
+    columns: dict[str, list[Any]] = {"body": [b"a", b"b", b"c", b"d"]}
+    columns["deliver_time"] = [aware, naive_local, 1_900_000_000_000, None]
+    first, second, third, plain = messages_from_columns(columns, 4, topic="T")
+    assert first.message.deliver_time_ms == 1_796_113_800_000
+    assert second.message.deliver_time_ms == int(naive_local.timestamp() * 1000), "naive: local time"
+    assert third.message.deliver_time_ms == 1_900_000_000_000
+    assert [o.batchable for o in (first, second, third, plain)] == [False, False, False, True]
+    assert plain.message.deliver_time_ms is None
+
+
 def test_topic_option_overrides_the_column() -> None:
     (only,) = messages_from_columns({"body": [b"x"], "topic": ["FromColumn"]}, 1, topic="FromOption")
     assert only.message.topic == "FromOption"
@@ -50,6 +64,9 @@ def test_topic_option_overrides_the_column() -> None:
         ({"body": [b"ok", b"x"], "properties": [None, {"UNIQ_KEY": "forged"}]}, "'properties'"),
         ({"body": [b"ok", b"x"], "properties": [None, {"name": None}]}, "'properties'"),
         ({"body": [b"ok", b"x"], "delay_level": [0, -1]}, "'delay_level'"),
+        ({"body": [b"ok", b"x"], "deliver_time": [None, -5]}, "'deliver_time'"),
+        ({"body": [b"ok", b"x"], "deliver_time": [None, "soon"]}, "'deliver_time'"),
+        ({"body": [b"ok", b"x"], "deliver_time": [None, 5], "delay_level": [None, 2]}, "'deliver_time'"),
     ],
 )
 def test_bad_values_name_the_column_and_the_row(columns: dict[str, list[Any]], column: str) -> None:
