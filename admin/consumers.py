@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 
 from admin.cluster import cluster_brokers, preferred_addr, topic_route
-from admin.errors import AdminError, ConsumerNotOnlineError
+from admin.errors import AdminError, ConsumerNotOnlineError, OffsetResetPendingError
 from admin.models import (
     ClientConnection,
     ConsumerConnections,
@@ -56,6 +56,8 @@ logger = logging.getLogger("admin.consumers")
 
 #: A reset to this "timestamp" moves the group to the end of each queue (mqadmin's ``-t now`` is -1).
 RESET_TO_LATEST = -1
+#: The remark of a 5.2+ broker's success answer to an offset commit it dropped (a reset is pending).
+IGNORED_AFTER_RESET = "Offset has been previously reset"
 
 
 async def _group_brokers(rpc: AdminRpc, group: str, topic: str | None) -> list[tuple[str, str]]:
@@ -261,6 +263,8 @@ async def _commit(rpc: AdminRpc, addr: str, group: str, topic: str, queue_id: in
     )
     response = await rpc.server(addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, header))
     check(response, f"offset update of group {group!r}", addr)
+    if response.remark == IGNORED_AFTER_RESET:
+        raise OffsetResetPendingError(group, topic, queue_id, addr)
 
 
 async def _offset_at(rpc: AdminRpc, addr: str, topic: str, queue_id: int, timestamp_ms: int) -> int:

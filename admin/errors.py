@@ -38,6 +38,22 @@ class RequestRefusedError(AdminError):
         self.remark = remark
 
 
+class OffsetResetPendingError(AdminError):
+    """A 5.2+ broker (``useServerSideResetOffset``, on by default) answered an offset commit with success but
+    ignored it: a reset of the group's offsets on that queue waits for one of its consumers to pull, and until
+    then every commit is dropped."""
+
+    def __init__(self, group: str, topic: str, queue_id: int, addr: str) -> None:
+        super().__init__(
+            f"broker {addr} ignored the offset of group {group!r} on {topic}:{queue_id}: a reset of the "
+            "group's offsets is pending there until one of its consumers pulls (useServerSideResetOffset)"
+        )
+        self.group = group
+        self.topic = topic
+        self.queue_id = queue_id
+        self.addr = addr
+
+
 class TopicNotFoundError(AdminError):
     """The NameServers have no route for the topic."""
 

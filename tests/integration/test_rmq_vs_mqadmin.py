@@ -26,6 +26,7 @@ import pytest
 from admin import Admin
 from consumer import ConsumeStatus, PullConsumer, PushConsumer
 from producer import Message, Producer, SendResult
+from rocketmq_wire.bodies.subscription_group import SubscriptionGroupConfig
 from rocketmq_wire.message import MessageExt
 from tests.integration.apache import mqadmin
 from tests.integration.apache.releases import ApacheRelease, full_releases
@@ -671,16 +672,23 @@ def test_skip_accumulated_then_consumer_progress(scene: Scene) -> None:
 
 
 def test_clone_group_offset_then_consumer_progress(scene: Scene) -> None:
-    """The scene's group gets offset 1 on every queue, then rmq copies its offsets onto the push group (which
-    had committed the end of every queue); mqadmin reads the push group's progress."""
+    """A group of its own gets offset 1 on every queue, then rmq copies its offsets onto the push group
+    (which had committed the end of every queue); mqadmin reads the push group's progress.
+
+    Not the scene's group: ``skip-accumulated`` reset it while offline, and from 5.2 on Apache's broker
+    (``useServerSideResetOffset``) drops that group's commits until one of its consumers pulls."""
+    source = unique_name("RmqVsCloneSource")
 
     async def rewind() -> None:
         async with Admin(scene.cluster.namesrv) as admin:
+            # 5.x brokers take offsets only of a group they know
+            config = SubscriptionGroupConfig(group_name=source)
+            await admin.update_subscription_group(config, broker_addr=scene.cluster.broker_addr)
             for queue in range(QUEUES):
-                await admin.update_consumer_offset(scene.group, scene.topic, queue, 1)
+                await admin.update_consumer_offset(source, scene.topic, queue, 1)
 
     asyncio.run(rewind())
-    scene.rmq("group", "clone-offset", "-s", scene.group, "-d", scene.push_group, "-t", scene.topic)
+    scene.rmq("group", "clone-offset", "-s", source, "-d", scene.push_group, "-t", scene.topic)
     out = scene.admin_text("consumerProgress", "-g", scene.push_group)
     rows = _progress_rows(out, scene.topic)
     assert {q: consumer for q, (_, consumer) in rows.items()} == dict.fromkeys(range(QUEUES), 1), out

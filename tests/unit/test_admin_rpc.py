@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from admin import Admin, AdminError, RequestRefusedError, UnreachableError
+from admin import Admin, AdminError, OffsetResetPendingError, RequestRefusedError, UnreachableError
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, SerializeType
 from rocketmq_wire.acl import ACCESS_KEY, verify
 from rocketmq_wire.bodies import BrokerData, ProducerConnection, QueueData, TopicList, TopicRouteData
@@ -39,9 +39,12 @@ class StandIn:
             RequestCode.GET_ROUTEINFO_BY_TOPIC,
             RequestCode.GET_PRODUCER_CONNECTION_LIST,
             RequestCode.GET_ALL_PRODUCER_INFO,
+            RequestCode.UPDATE_CONSUMER_OFFSET,
         ):
             self.server.register(code, self.handle)
         self.producer_table = JAVA_PRODUCER_TABLE
+        #: The remark of the answer to an offset commit (a 5.2+ broker's when it dropped the commit).
+        self.commit_remark: str | None = None
 
     async def handle(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
         self.requests.append(request)
@@ -59,6 +62,8 @@ class StandIn:
             return request.make_response(body=route.to_json())
         if request.code == RequestCode.GET_ALL_PRODUCER_INFO:
             return request.make_response(body=self.producer_table)
+        if request.code == RequestCode.UPDATE_CONSUMER_OFFSET:
+            return request.make_response(remark=self.commit_remark)
         body = ProducerConnection(
             connection_set=[
                 ConnectionBody(client_id="p1@x", client_addr="10.0.0.1:5", language="JAVA", version=409)
@@ -172,3 +177,13 @@ async def test_header_serialization_is_the_callers_choice(stand_in: StandIn) -> 
         SerializeType.ROCKETMQ,
         SerializeType.ROCKETMQ,
     ]
+
+
+async def test_an_offset_commit_a_broker_dropped_after_a_reset_is_an_error(stand_in: StandIn) -> None:
+    """5.2+ brokers answer SUCCESS, remark "Offset has been previously reset", and keep the old offset while
+    a server-side reset waits for the group's consumers: the caller must not believe the offset was set."""
+    async with Admin(stand_in.server.address) as admin:
+        assert await admin.update_consumer_offset("G", "T", 0, 1) == stand_in.server.address
+        stand_in.commit_remark = "Offset has been previously reset"
+        with pytest.raises(OffsetResetPendingError, match=r"ignored the offset of group 'G' on T:0"):
+            await admin.update_consumer_offset("G", "T", 0, 1)
