@@ -274,6 +274,13 @@ class JavaClient(PeerClient):
         """``DefaultMQAdminExt.examineTopicRouteInfo(topic)``: one ``topic_route`` line."""
         return self.run("topic-route", ["--topic", topic], namesrv=namesrv, timeout=timeout)
 
+    def recall(
+        self, namesrv: str, topic: str, handles: Sequence[str], *, timeout: float = 60.0
+    ) -> PeerResult:
+        """``recallMessage(topic, handle)`` of a 5.3.2+ client for each handle: a ``recalled`` line each."""
+        args = ["--topic", topic, *(arg for handle in handles for arg in ("--handle", handle))]
+        return self.run("recall", args, namesrv=namesrv, timeout=timeout)
+
     def probe(self, *, timeout: float = PROBE_TIMEOUT_S) -> PeerResult:
         """No server: the client's version and the JVM's."""
         return self.run("probe", timeout=timeout)

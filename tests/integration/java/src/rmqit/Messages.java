@@ -77,6 +77,15 @@ final class Messages {
         return address == null ? null : address.toString();
     }
 
+    /** SendResult.getRecallHandle() of a 5.3.2+ client, else null. */
+    static String recallHandle(SendResult result) {
+        try {
+            return (String) SendResult.class.getMethod("getRecallHandle").invoke(result);
+        } catch (ReflectiveOperationException e) {
+            return null;
+        }
+    }
+
     /** One SendResult: status (SendStatus name), ids, the queue and the queue offset. */
     static Json.Obj sendResult(SendResult result) {
         MessageQueue queue = result.getMessageQueue();
@@ -89,7 +98,8 @@ final class Messages {
             .with("broker_name", queue == null ? null : queue.getBrokerName())
             .with("offset", result.getQueueOffset())
             .with("region_id", result.getRegionId())
-            .maybe("transaction_id", result.getTransactionId());
+            .maybe("transaction_id", result.getTransactionId())
+            .maybe("recall_handle", recallHandle(result));
         if (result instanceof TransactionSendResult) {
             TransactionSendResult tx = (TransactionSendResult) result;
             fields.put("local_state", tx.getLocalTransactionState() == null ? null

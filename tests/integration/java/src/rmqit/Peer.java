@@ -187,6 +187,8 @@ public final class Peer {
                 throw new Options.UsageError("unknown command " + command);
             }
             Send.declare(o);
+        } else if ("recall".equals(command)) {
+            Send.declareRecall(o);
         } else if ("push-consume".equals(command) || "pull-consume".equals(command)) {
             Consume.declare(o);
         } else if ("route".equals(command) || "clusters".equals(command) || "topic-route".equals(command)) {
@@ -194,7 +196,7 @@ public final class Peer {
         } else {
             throw new Options.UsageError("unknown command " + command + " (send-sync, send-async, send-oneway,"
                 + " send-orderly, send-batch, send-transaction, push-consume, pull-consume, route, clusters,"
-                + " topic-route, probe)");
+                + " topic-route, recall, probe)");
         }
         return o;
     }
@@ -222,6 +224,9 @@ public final class Peer {
             }
             if (command.startsWith("send-")) {
                 return Send.run(opts);
+            }
+            if ("recall".equals(command)) {
+                return Send.recall(opts);
             }
             if ("push-consume".equals(command)) {
                 return Consume.push(opts);

@@ -33,6 +33,8 @@ import org.apache.rocketmq.common.message.MessageQueue;
  *       check} line; {@code --wait-checks N} keeps the producer up until N check-backs came (or the timeout),
  *       {@code --linger S} for S more seconds. {@code --check-state} may list states (COMMIT,ROLLBACK): the
  *       n-th check-back of the run answers the n-th, the last one repeating.</li>
+ *   <li>recall: {@code recallMessage(topic, handle)} (5.3.2+ clients, looked up by name) for each
+ *       {@code --handle}, a {@code recalled} line each.</li>
  * </ul>
  */
 final class Send {
@@ -68,6 +70,52 @@ final class Send {
             o.value("wait-checks", "0");
             o.value("linger", "0");
         }
+    }
+
+    static void declareRecall(Options o) {
+        o.value("group", "JavaPeerProducer");
+        o.requiredValue("topic");
+        o.multi("handle");
+    }
+
+    /** recall: one started producer takes back each handle in turn. */
+    static int recall(Options o) throws Exception {
+        final DefaultMQProducer producer = new DefaultMQProducer(o.get("group"), Peer.rpcHook(o));
+        Peer.configure(producer, o);
+        long startedNanos = System.nanoTime();
+        Runnable shutdown = new Runnable() {
+            @Override
+            public void run() {
+                producer.shutdown();
+            }
+        };
+        java.lang.reflect.Method recallMessage;
+        try {
+            recallMessage = DefaultMQProducer.class.getMethod("recallMessage", String.class, String.class);
+        } catch (NoSuchMethodException e) {
+            throw new Options.UsageError("this client has no recallMessage (5.3.2 on)");
+        }
+        producer.start();
+        int code = Peer.EXIT_OK;
+        int index = 0;
+        for (String handle : o.all("handle")) {
+            Peer.PROGRESS.stage = "recall";
+            Peer.PROGRESS.index = index;
+            try {
+                Object msgId = recallMessage.invoke(producer, o.get("topic"), handle);
+                Peer.out.emit("recalled", Json.obj().with("index", index).with("msg_id", String.valueOf(msgId)));
+                Peer.PROGRESS.count.incrementAndGet();
+            } catch (java.lang.reflect.InvocationTargetException wrapped) {
+                Throwable e = wrapped.getCause();
+                if (!Peer.isClientError(e)) {
+                    throw wrapped;
+                }
+                Peer.clientError(e, Json.obj().with("index", index));
+                code = Peer.EXIT_CLIENT_ERROR;
+            }
+            index++;
+        }
+        return Peer.finish(o, shutdown, startedNanos, code);
     }
 
     static LocalTransactionState state(String text, String option) throws Options.UsageError {

@@ -21,12 +21,20 @@ import org.apache.rocketmq.common.message.Message;
 /**
  * Message specs, as peer.py reads them: a JSON object or list of objects from {@code --spec} (or stdin with
  * {@code --spec -}), else one message from {@code --body/--tags/--keys/--property/--delay-level}. Fields:
- * topic, body or body_b64, tags, keys (string or list), properties, delay_level, sharding_key. Each spec is
- * sent {@code --count} times; in text bodies {@code {i}} becomes the running index.
+ * topic, body or body_b64, tags, keys (string or list), properties, delay_level, sharding_key, and one of
+ * deliver_time_ms, delay_time_ms, delay_time_sec (a 5.x timer message, set through the 5.x client's own setter).
+ * Each spec is sent {@code --count} times; in text bodies {@code {i}} becomes the running index.
  */
 final class Specs {
     private static final Set<String> FIELDS = new HashSet<String>(Arrays.asList(
-        "topic", "body", "body_b64", "tags", "keys", "properties", "delay_level", "sharding_key"));
+        "topic", "body", "body_b64", "tags", "keys", "properties", "delay_level", "sharding_key",
+        "deliver_time_ms", "delay_time_ms", "delay_time_sec"));
+    /** Spec field -> the 5.x Message setter writing it (absent from 4.x clients: looked up by name). */
+    private static final String[][] TIMER_SETTERS = {
+        {"deliver_time_ms", "setDeliverTimeMs"},
+        {"delay_time_ms", "setDelayTimeMs"},
+        {"delay_time_sec", "setDelayTimeSec"},
+    };
 
     private Specs() {
     }
@@ -41,6 +49,9 @@ final class Specs {
         Map<String, String> properties = new LinkedHashMap<String, String>();
         Integer delayLevel;
         Long shardingKey;
+        /** The timer setter's name and its value, or null. */
+        String timerSetter;
+        long timerValue;
 
         Spec copyWithBody(byte[] newBody) {
             Spec copy = new Spec();
@@ -52,6 +63,8 @@ final class Specs {
             copy.properties = new LinkedHashMap<String, String>(properties);
             copy.delayLevel = delayLevel;
             copy.shardingKey = shardingKey;
+            copy.timerSetter = timerSetter;
+            copy.timerValue = timerValue;
             return copy;
         }
 
@@ -73,6 +86,15 @@ final class Specs {
             }
             if (delayLevel != null) {
                 msg.setDelayTimeLevel(delayLevel.intValue());
+            }
+            if (timerSetter != null) {
+                try {
+                    Message.class.getMethod(timerSetter, long.class).invoke(msg, Long.valueOf(timerValue));
+                } catch (NoSuchMethodException e) {
+                    throw new Options.UsageError(timerSetter + " is not in this client (timer messages are 5.x)");
+                } catch (ReflectiveOperationException e) {
+                    throw new Options.UsageError(timerSetter + ": " + e);
+                }
             }
             return msg;
         }
@@ -205,6 +227,17 @@ final class Specs {
             sharding = Long.valueOf(((Number) key).longValue());
         }
         spec.shardingKey = sharding;
+        for (String[] setter : TIMER_SETTERS) {
+            Object value = raw.get(setter[0]);
+            if (value == null) {
+                continue;
+            }
+            if (!(value instanceof Number) || spec.timerSetter != null) {
+                throw new Options.UsageError(where + ": " + setter[0] + " must be an integer, and only one timer field");
+            }
+            spec.timerSetter = setter[1];
+            spec.timerValue = ((Number) value).longValue();
+        }
         return spec;
     }
 
