@@ -22,6 +22,7 @@ from admin.blocking import BlockingAdmin
 from admin.consumers import RESET_TO_LATEST
 from admin.errors import (
     AdminError,
+    BrokerVersionError,
     ConsumerNotOnlineError,
     MessageNotFoundError,
     OffsetResetPendingError,
@@ -62,6 +63,7 @@ __all__ = [
     "BlockingAdmin",
     "BrokerAddress",
     "BrokerRt",
+    "BrokerVersionError",
     "ClientConnection",
     "ConsumeQueueAnswer",
     "ConsumerConnections",

@@ -42,6 +42,7 @@ from rocketmq_wire.bodies import (
     PlainAccessConfig,
     ProducerTableInfo,
     SubscriptionGroupConfig,
+    TopicConfig,
     TopicRouteData,
     UserInfo,
 )
@@ -193,8 +194,13 @@ class Admin:
         write_queue_nums: int = topics.DEFAULT_QUEUE_NUMS,
         perm: int = topics.DEFAULT_PERM,
         order: bool = False,
+        attributes: Mapping[str, str] | None = None,
+        remove_attributes: Sequence[str] = (),
     ) -> list[str]:
-        """Create or update on every master of ``cluster`` or on ``broker_addr``; returns the addresses."""
+        """Create or update on every master of ``cluster`` or on ``broker_addr``; returns the addresses.
+
+        ``attributes`` set 5.x topic attributes (``{"message.type": "FIFO"}``), ``remove_attributes``
+        drop some; a broker older than 5.0 is refused first (:class:`BrokerVersionError`)."""
         return await topics.create_topic(
             self.rpc,
             topic,
@@ -204,7 +210,13 @@ class Admin:
             write_queue_nums=write_queue_nums,
             perm=perm,
             order=order,
+            attributes=attributes,
+            remove_attributes=remove_attributes,
         )
+
+    async def topic_config(self, topic: str, broker_addr: str) -> TopicConfig:
+        """One broker's config of ``topic``, with its 5.x attributes (``attributes`` is None on 4.x)."""
+        return await topics.topic_config(self.rpc, topic, broker_addr)
 
     async def delete_topic(self, topic: str, *, cluster: str | None = None) -> TopicDeleted:
         return await topics.delete_topic(self.rpc, topic, cluster=cluster)

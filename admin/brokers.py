@@ -8,10 +8,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from admin.cluster import cluster_brokers
-from admin.errors import AdminError
+from admin.errors import AdminError, BrokerVersionError
 from admin.rpc import AdminRpc, check
 from rocketmq_wire.bodies import KVTable, PropertiesBody
-from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.codes import MQVersion, RequestCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 
@@ -34,6 +34,23 @@ async def broker_config(rpc: AdminRpc, broker_addr: str) -> dict[str, str]:
         return dict(PropertiesBody.from_text(response.body).properties)
     except CodecError as exc:
         raise AdminError(f"unreadable broker config from {broker_addr}: {exc}") from exc
+
+
+async def broker_version(rpc: AdminRpc, broker_addr: str) -> int:
+    """The broker's release (an ``MQVersion`` number), from the version its answers carry; asked with
+    GET_BROKER_CONFIG, which every release answers and which changes nothing."""
+    response = await rpc.server(broker_addr, RemotingCommand.request(RequestCode.GET_BROKER_CONFIG))
+    check(response, "broker config", broker_addr)
+    return response.version
+
+
+async def require_broker_version(rpc: AdminRpc, broker_addr: str, minimum: int, feature: str) -> None:
+    """Refuse, before anything is changed, a feature an older broker would quietly ignore."""
+    version = await broker_version(rpc, broker_addr)
+    if version < minimum:
+        raise BrokerVersionError(
+            feature, broker_addr, MQVersion.name_of(version), MQVersion.name_of(minimum) + " or later"
+        )
 
 
 async def update_broker_config(rpc: AdminRpc, broker_addr: str, settings: Mapping[str, str]) -> None:

@@ -8,6 +8,7 @@ failure.
 
 from __future__ import annotations
 
+from client import errors as client_errors
 from client.errors import ClientError
 from rocketmq_wire.codes import ResponseCode
 
@@ -36,6 +37,11 @@ class RequestRefusedError(AdminError):
         self.addr = addr
         self.code = code
         self.remark = remark
+
+
+class BrokerVersionError(AdminError, client_errors.BrokerVersionError):
+    """The broker's release lacks what was asked (topic attributes on a 4.x broker, say); nothing was
+    changed. Both an :class:`AdminError` and the core's refusal."""
 
 
 class OffsetResetPendingError(AdminError):

@@ -18,23 +18,18 @@ from admin.cluster import cluster_brokers, cluster_info
 from admin.consumers import consumer_connections
 from admin.errors import AdminError, RequestRefusedError
 from admin.groups import all_subscription_groups
-from admin.rpc import AdminRpc, check
+from admin.rpc import AdminRpc
 from admin.stats import TOPIC_PUT_NUMS, view_broker_stats
+from admin.topics import user_topics
 from rocketmq_wire import fastjson
 from rocketmq_wire.bodies import BrokerStatsData, TopicConfig
-from rocketmq_wire.bodies.base import Fields
 from rocketmq_wire.bodies.route import MASTER_ID
-from rocketmq_wire.bodies.topic_config import read_topic_config_wrapper
-from rocketmq_wire.codes import MQVersion, RequestCode
-from rocketmq_wire.command import DEFAULT_VERSION, RemotingCommand
-from rocketmq_wire.errors import CodecError
+from rocketmq_wire.codes import MQVersion
+from rocketmq_wire.command import DEFAULT_VERSION
 from rocketmq_wire.topics import (
     SCHEDULE_TOPIC,
     SYSTEM_CONSUMER_GROUP_PREFIX,
     TRANS_HALF_TOPIC,
-    is_dlq_topic,
-    is_retry_topic,
-    is_system_topic,
 )
 
 #: Groups mqadmin leaves out of an export (``MixAll``'s and ``SubscriptionGroupManager``'s built-in ones).
@@ -76,23 +71,6 @@ EXPORTED_BROKER_SETTINGS = (
 
 def _plain(bean: fastjson.Bean) -> Any:
     return json.loads(fastjson.dump_bytes(bean))
-
-
-async def user_topics(rpc: AdminRpc, broker_addr: str, *, special: bool = False) -> dict[str, TopicConfig]:
-    """The broker's topics without system topics (and without retry/DLQ topics unless ``special``)."""
-    response = await rpc.server(broker_addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG))
-    check(response, "topic configs", broker_addr)
-    try:
-        wrapper = read_topic_config_wrapper(
-            Fields(fastjson.loads(response.body), "TopicConfigSerializeWrapper")
-        )
-    except CodecError as exc:
-        raise AdminError(f"unreadable topic configs from {broker_addr}: {exc}") from exc
-    return {
-        name: config
-        for name, config in wrapper.topic_config_table.items()
-        if not is_system_topic(name) and (special or not (is_retry_topic(name) or is_dlq_topic(name)))
-    }
 
 
 def is_system_group(group: str) -> bool:

@@ -7,11 +7,21 @@ registers the topic again, then the NameServers' routes -- the order mqadmin use
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
+
+from admin.brokers import require_broker_version
 from admin.cluster import cluster_brokers, kv_put, preferred_addr, topic_route
 from admin.errors import AdminError, TopicNotFoundError
 from admin.models import QueueOffsets, TopicDeleted, TopicStatus
 from admin.rpc import AdminRpc, check
+from rocketmq_wire import fastjson, features, topic_attributes
 from rocketmq_wire.bodies import TopicStatsTable
+from rocketmq_wire.bodies.base import Fields
+from rocketmq_wire.bodies.topic_config import (
+    TopicConfig,
+    TopicConfigAndQueueMapping,
+    read_topic_config_wrapper,
+)
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
@@ -20,10 +30,18 @@ from rocketmq_wire.headers.topic import (
     TOPIC_FILTER_TYPES,
     CreateTopicRequestHeader,
     DeleteTopicRequestHeader,
+    GetTopicConfigRequestHeader,
     GetTopicStatsInfoRequestHeader,
 )
 from rocketmq_wire.perm import PERM_READ, PERM_WRITE
-from rocketmq_wire.topics import AUTO_CREATE_TOPIC, ORDER_TOPIC_CONFIG, validate_topic
+from rocketmq_wire.topics import (
+    AUTO_CREATE_TOPIC,
+    ORDER_TOPIC_CONFIG,
+    is_dlq_topic,
+    is_retry_topic,
+    is_system_topic,
+    validate_topic,
+)
 
 #: mqadmin ``updateTopic`` defaults.
 DEFAULT_QUEUE_NUMS = 8
@@ -48,13 +66,22 @@ async def create_topic(
     perm: int = DEFAULT_PERM,
     order: bool = False,
     topic_sys_flag: int = 0,
+    attributes: Mapping[str, str] | None = None,
+    remove_attributes: Sequence[str] = (),
 ) -> list[str]:
     """Create or update ``topic`` on every master of ``cluster``, or on the one broker ``broker_addr``.
 
     Returns the broker addresses written. An ordered topic created on a cluster also gets its queue layout
     in the NameServers' ``ORDER_TOPIC_CONFIG`` namespace, as mqadmin does, so producers keep its order.
+    ``attributes`` (``{"message.type": "FIFO"}``) and ``remove_attributes`` change the topic's 5.x
+    attributes (:mod:`rocketmq_wire.topic_attributes`); every broker is asked its release first, since a 4.x
+    broker would create the topic and drop them.
     """
     _checked_topic(topic)
+    try:
+        mods = topic_attributes.modification(attributes or {}, remove_attributes)
+    except CodecError as exc:
+        raise AdminError(str(exc)) from None
     if (cluster is None) == (broker_addr is None):
         raise AdminError("name either a cluster or a broker address to create the topic on")
     if read_queue_nums <= 0 or write_queue_nums <= 0:
@@ -68,6 +95,7 @@ async def create_topic(
         topic_filter_type=TOPIC_FILTER_TYPES[0],
         topic_sys_flag=topic_sys_flag,
         order=order,
+        attributes=topic_attributes.format_modification(mods) if mods else None,
     )
     if broker_addr is not None:
         targets: list[tuple[str, str | None]] = [(broker_addr, None)]
@@ -76,6 +104,9 @@ async def create_topic(
         if not masters:
             raise AdminError(f"cluster {cluster!r} has no master broker to create the topic on")
         targets = [(b.addr, b.broker_name) for b in masters]
+    if mods:
+        for addr, _ in targets:
+            await require_broker_version(rpc, addr, features.TOPIC_ATTRIBUTES, "setting topic attributes")
     for addr, _ in targets:
         response = await rpc.server(
             addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, header)
@@ -87,6 +118,43 @@ async def create_topic(
         )
         await kv_put(rpc, ORDER_TOPIC_CONFIG, topic, layout)
     return [addr for addr, _ in targets]
+
+
+async def user_topics(rpc: AdminRpc, broker_addr: str, *, special: bool = False) -> dict[str, TopicConfig]:
+    """The broker's topics without system topics (and without retry/DLQ topics unless ``special``)."""
+    response = await rpc.server(broker_addr, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_CONFIG))
+    check(response, "topic configs", broker_addr)
+    try:
+        wrapper = read_topic_config_wrapper(
+            Fields(fastjson.loads(response.body), "TopicConfigSerializeWrapper")
+        )
+    except CodecError as exc:
+        raise AdminError(f"unreadable topic configs from {broker_addr}: {exc}") from exc
+    return {
+        name: config
+        for name, config in wrapper.topic_config_table.items()
+        if not is_system_topic(name) and (special or not (is_retry_topic(name) or is_dlq_topic(name)))
+    }
+
+
+async def topic_config(rpc: AdminRpc, topic: str, broker_addr: str) -> TopicConfig:
+    """One broker's config of ``topic``, attributes included (GET_TOPIC_CONFIG, 5.x); a 4.x broker, which
+    lacks that request, is read through its whole table (GET_ALL_TOPIC_CONFIG)."""
+    _checked_topic(topic)
+    request = RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, GetTopicConfigRequestHeader(topic=topic))
+    response = await rpc.server(broker_addr, request)
+    if response.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+        found = (await user_topics(rpc, broker_addr, special=True)).get(topic)
+        if found is None:
+            raise TopicNotFoundError(topic)
+        return found
+    if response.code == ResponseCode.TOPIC_NOT_EXIST:
+        raise TopicNotFoundError(topic)
+    check(response, f"config of topic {topic!r}", broker_addr)
+    try:
+        return TopicConfigAndQueueMapping.from_json(response.body)
+    except CodecError as exc:
+        raise AdminError(f"unreadable config of topic {topic!r} from {broker_addr}: {exc}") from exc
 
 
 async def delete_topic(rpc: AdminRpc, topic: str, *, cluster: str | None = None) -> TopicDeleted:

@@ -1,4 +1,4 @@
-"""``rmq topic list|create|delete|status|clusters|update-perm|order-conf|stats-all|query-cq``."""
+"""``rmq topic list|create|config|delete|status|clusters|update-perm|order-conf|stats-all|query-cq``."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ from rocketmq_wire.topics import is_dlq_topic, is_retry_topic
 
 if TYPE_CHECKING:
     from admin import Admin, TopicDeleted, TopicGroupStats
+    from rocketmq_wire.bodies import TopicConfig
 
 log = logging.getLogger("cli.topic")
 
@@ -78,6 +79,7 @@ async def _create(
     write: int,
     perm: int,
     order: bool,
+    attributes: dict[str, str],
 ) -> tuple[str | None, list[str]]:
     if cluster is None and broker is None:
         cluster = await _only_cluster(admin)
@@ -89,8 +91,29 @@ async def _create(
         write_queue_nums=write,
         perm=perm,
         order=order,
+        attributes={key[1:]: value for key, value in attributes.items() if key.startswith("+")},
+        remove_attributes=[key[1:] for key in attributes if key.startswith("-")],
     )
     return cluster, written
+
+
+def parse_attributes(values: list[str] | None) -> dict[str, str]:
+    """``--attribute`` values (each ``+name=value``, ``-name``, or several joined by commas), as signed
+    keys; malformed ones are a usage error."""
+    from rocketmq_wire.errors import CodecError
+    from rocketmq_wire.topic_attributes import parse_modification
+
+    merged: dict[str, str] = {}
+    for value in values or []:
+        try:
+            parsed = parse_modification(value)
+        except CodecError as exc:
+            raise typer.BadParameter(str(exc), param_hint="--attribute") from None
+        for key in parsed:
+            if key in merged or key[1:] in {k[1:] for k in merged}:
+                raise typer.BadParameter(f"attribute {key[1:]!r} is given twice", param_hint="--attribute")
+        merged.update(parsed)
+    return merged
 
 
 def _perm(value: int) -> int:
@@ -122,6 +145,15 @@ def create(
     order: Annotated[
         bool, typer.Option("--order", help="An ordered topic (layout kept in the NameServers)")
     ] = False,
+    attribute: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--attribute",
+            "-a",
+            help="5.x attribute: +message.type=FIFO (NORMAL, FIFO, DELAY, TRANSACTION, MIXED), "
+            "+queue.type=..., +cleanup.policy=..., -name to remove; repeatable (mqadmin updateTopic -a)",
+        ),
+    ] = None,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,
@@ -131,18 +163,75 @@ def create(
     """Create or update a topic on a cluster (the only one by default) or on one broker."""
     if cluster is not None and broker is not None:
         raise CliError("pass either --cluster or --broker, not both")
+    attributes = parse_attributes(attribute)
     where = target(namesrv, access_key, secret_key, timeout_ms)
     used_cluster, written = with_admin(
-        where, lambda admin: _create(admin, topic, cluster, broker, read_queues, write_queues, perm, order)
+        where,
+        lambda admin: _create(
+            admin, topic, cluster, broker, read_queues, write_queues, perm, order, attributes
+        ),
     )
     if as_json:
-        emit_json({"topic": topic, "cluster": used_cluster, "brokers": written})
+        emit_json({"topic": topic, "cluster": used_cluster, "brokers": written, "attributes": attributes})
         return
     console = out()
     for addr in written:
         console.print(
             cell(f"created topic {topic} on {addr} ({read_queues} read / {write_queues} write queues)")
         )
+
+
+@topic_app.command("config")
+@friendly
+def config(
+    topic: Topic,
+    broker: Annotated[
+        str | None,
+        typer.Option("--broker", "-b", callback=params.broker_address, help="This broker only (else all)"),
+    ] = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """The topic's config on each broker of its route: queues, permission, order and 5.x attributes."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+
+    async def read(admin: Admin) -> list[tuple[str, str, TopicConfig]]:
+        if broker is not None:
+            return [("", broker, await admin.topic_config(topic, broker))]
+        route = await admin.topic_route(topic)
+        found = []
+        for data in sorted(route.broker_datas, key=lambda b: b.broker_name or ""):
+            addr = data.broker_addrs.get(0)
+            if addr is not None:
+                found.append((data.broker_name or "", addr, await admin.topic_config(topic, addr)))
+        return found
+
+    configs = with_admin(where, read)
+    if as_json:
+        emit_json(
+            [{"broker_name": name, "broker_addr": addr, "config": to_plain(c)} for name, addr, c in configs]
+        )
+        return
+    from rich.table import Table
+
+    table = Table()
+    for heading in ("Broker", "Address", "Read", "Write", "Perm", "Order", "Attributes"):
+        table.add_column(heading)
+    for name, addr, found in configs:
+        attributes = ", ".join(f"{k}={v}" for k, v in sorted((found.attributes or {}).items()))
+        table.add_row(
+            cell(name),
+            cell(addr),
+            cell(found.read_queue_nums),
+            cell(found.write_queue_nums),
+            cell(found.perm),
+            cell(found.order),
+            cell(attributes if found.attributes is not None else "(4.x: none)"),
+        )
+    out().print(table)
 
 
 @topic_app.command("delete")

@@ -16,3 +16,5 @@ from rocketmq_wire.codes import MQVersion
 TIMER_MESSAGES: Final = MQVersion.value_of("V5_0_0")
 #: RECALL_MESSAGE and the recall handle on send answers (``RecallMessageProcessor``, new in 5.3.2).
 RECALL_MESSAGE: Final = MQVersion.value_of("V5_3_2")
+#: Topic attributes (``message.type``, ``queue.type`` ...) in UPDATE_AND_CREATE_TOPIC and topic configs.
+TOPIC_ATTRIBUTES: Final = MQVersion.value_of("V5_0_0")
