@@ -37,6 +37,7 @@ from client.errors import BrokerVersionError, ClientStateError, DuplicateGroupEr
 from client.heartbeat import heartbeat_body, heartbeat_request, unregister_request
 from client.identity import client_id, default_instance_name, resolve_ip
 from client.namesrv import NameServerClient
+from client.replies import ReplyWaiters
 from client.rpc import ClientRpc
 from client.settings import ClientSettings
 from client.timers import run_periodically
@@ -193,6 +194,9 @@ class ClientInstance:
         self.remoting = RemotingClient(ssl=settings.ssl)
         self.rpc = ClientRpc(self.remoting, settings)
         self.namesrv = NameServerClient(self.rpc, namesrv_addrs, settings.namesrv_timeout_ms, rng)
+        #: Requests of this instance's producers waiting for their reply (request-reply).
+        self.replies = ReplyWaiters(settings.version)
+        self.remoting.register(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, self.replies.handle_push)
         self._members: list[Member] = []
         self._routes: dict[str, TopicRouteData] = {}
         self._brokers: dict[str, dict[int, str]] = {}

@@ -43,6 +43,7 @@ if TYPE_CHECKING:
         NoRouteError,
         ProducerError,
         ProducerStateError,
+        RequestTimeoutError,
         SendFailedError,
         SendTimeoutError,
     )
@@ -72,6 +73,7 @@ _EXPORTS = {
     "NoRouteError": "producer.errors",
     "ProducerError": "producer.errors",
     "ProducerStateError": "producer.errors",
+    "RequestTimeoutError": "producer.errors",
     "SendFailedError": "producer.errors",
     "SendTimeoutError": "producer.errors",
     "DuplicateGroupError": "producer.errors",
@@ -120,6 +122,7 @@ __all__ = [
     "ProducerError",
     "ProducerStateError",
     "QueueSelector",
+    "RequestTimeoutError",
     "SendFailedError",
     "SendResult",
     "SendStatus",

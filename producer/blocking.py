@@ -8,14 +8,15 @@ The local-transaction callback runs in the calling thread, as Java runs it.
 
 from __future__ import annotations
 
+import concurrent.futures
 import inspect
 import logging
-from collections.abc import Coroutine, Sequence
+from collections.abc import Callable, Coroutine, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
 from producer.errors import ProducerError, ProducerStateError
-from producer.producer import Producer
+from producer.producer import DEFAULT_REQUEST_TIMEOUT_MS, Producer
 from producer.result import (
     LocalTransactionState,
     MessageQueue,
@@ -25,7 +26,7 @@ from producer.result import (
 )
 from producer.selectors import QueueSelector
 from producer.transaction import LocalTransactionExecutor, TransactionProducer, as_state, transaction_result
-from rocketmq_wire.message import Message
+from rocketmq_wire.message import Message, MessageExt
 from rocketmq_wire.transport.loop_thread import BlockingRunner
 
 logger = logging.getLogger("producer.blocking")
@@ -122,6 +123,37 @@ class BlockingProducer:
 
     def fetch_publish_queues(self, topic: str) -> list[MessageQueue]:
         return self._run(self._producer.fetch_publish_queues(topic))
+
+    def request(
+        self, message: Message, timeout_ms: float = DEFAULT_REQUEST_TIMEOUT_MS, **kwargs: Any
+    ) -> MessageExt:
+        """See :meth:`producer.Producer.request`; blocks until the reply (or the timeout)."""
+        return self._run(self._producer.request(message, timeout_ms, **kwargs))
+
+    def request_with_callback(
+        self,
+        message: Message,
+        on_reply: Callable[[MessageExt], None],
+        on_error: Callable[[BaseException], None],
+        timeout_ms: float = DEFAULT_REQUEST_TIMEOUT_MS,
+    ) -> concurrent.futures.Future[MessageExt]:
+        """Java's ``request(msg, RequestCallback, timeout)``: returns at once; ``on_reply`` or ``on_error``
+        runs on the producer's event-loop thread when the reply (or the failure) comes."""
+        future = self._runner.submit(self._producer.request(message, timeout_ms))
+
+        def done(finished: concurrent.futures.Future[MessageExt]) -> None:
+            error = finished.exception()
+            if error is not None:
+                on_error(error)
+            else:
+                on_reply(finished.result())
+
+        future.add_done_callback(done)
+        return future
+
+    def reply(self, request: MessageExt, body: bytes, *, timeout_ms: float | None = None) -> SendResult:
+        """See :meth:`producer.Producer.reply`."""
+        return self._run(self._producer.reply(request, body, timeout_ms=timeout_ms))
 
     def recall(self, topic: str, handle: str, *, timeout_ms: float | None = None) -> str:
         """See :meth:`producer.Producer.recall`."""

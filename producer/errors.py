@@ -52,6 +52,11 @@ class BrokerVersionError(ProducerError, client_errors.BrokerVersionError):
     sent. Both a :class:`ProducerError` and the core's refusal."""
 
 
+class RequestTimeoutError(ProducerError, TimeoutError):
+    """A request was sent (and stored) but no reply came within its time (Java's RequestTimeoutException,
+    with its message)."""
+
+
 class NoRouteError(ProducerError):
     """No NameServer knows the topic (and no default route allowed auto-creating it)."""
 

@@ -16,6 +16,7 @@ import enum
 import logging
 import random
 import ssl as ssl_module
+import uuid
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
@@ -37,6 +38,7 @@ from producer.errors import (
     NoRouteError,
     ProducerError,
     ProducerStateError,
+    RequestTimeoutError,
     SendFailedError,
     SendTimeoutError,
 )
@@ -53,6 +55,7 @@ from producer.sender import (
     parse_send_response,
     prepare_batch,
     prepare_message,
+    prepare_reply,
     properties_flavour,
     send_request,
 )
@@ -64,7 +67,8 @@ from rocketmq_wire.codes import RequestCode, ResponseCode, SerializeType
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.send import RecallMessageRequestHeader, RecallMessageResponseHeader
-from rocketmq_wire.message import Message, PropertiesFlavour, RecallHandle, UniqueIdGenerator
+from rocketmq_wire.message import Message, MessageExt, PropertiesFlavour, RecallHandle, UniqueIdGenerator
+from rocketmq_wire.message.reply import reply_target, request_properties
 from rocketmq_wire.topics import (
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
@@ -75,6 +79,9 @@ from rocketmq_wire.trace import JAVA_NULL, TraceBean, TraceContext, TraceMessage
 from rocketmq_wire.transport import Connection, RemotingError
 
 logger = logging.getLogger("producer")
+
+#: Java's ``request`` has no default; 3 s, as its sends.
+DEFAULT_REQUEST_TIMEOUT_MS = 3000.0
 
 #: ``async def handler(request, connection) -> response or None`` for requests brokers send the producer.
 ServerRequestHandler = Callable[[RemotingCommand, Connection], Awaitable[RemotingCommand | None]]
@@ -319,6 +326,76 @@ class Producer:
         self._check_running()
         info = await self._route_table().publish_info(self._wire_topic(topic))
         return [self._user_queue(q) for q in info.queues]
+
+    async def request(
+        self,
+        message: Message,
+        timeout_ms: float = DEFAULT_REQUEST_TIMEOUT_MS,
+        *,
+        queue: MessageQueue | None = None,
+        selector: QueueSelector | None = None,
+        arg: Any = None,
+        sharding_key: str | None = None,
+    ) -> MessageExt:
+        """Send ``message`` as a request and wait for its reply (Java's ``DefaultMQProducer.request``).
+
+        The request carries a correlation id, this client's id and ``timeout_ms`` as its time to live; a
+        responder answers it with :meth:`reply`, and a broker pushes that reply back here. One time budget
+        covers the send and the wait: :class:`RequestTimeoutError` when the request was stored but no reply
+        came in time, the send's own error when it could not be sent.
+        """
+        self._check_running()
+        assert self._instance is not None
+        instance = self._instance
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + timeout_ms / 1000
+        wire_topic = self._wire_topic(message.topic)
+        if self._route_table().cached(wire_topic) is None:
+            # As Java: the first request to a topic makes sure every broker knows this client, since the
+            # reply may be pushed by any broker of the cluster.
+            await self._publish_info(wire_topic, timeout_ms)
+            await instance.send_heartbeats()
+        correlation_id = str(uuid.uuid4())
+        stamps = request_properties(correlation_id, self.client_id, int(timeout_ms))
+        prepared = self._prepare(message, {**self._extra_properties(message), **stamps})
+        waiter = instance.replies.expect(correlation_id)
+        try:
+            remaining_ms = (deadline - loop.time()) * 1000
+            await self._dispatch(prepared, message, queue, selector, arg, sharding_key, remaining_ms, False)
+            try:
+                async with asyncio.timeout(max(0.0, deadline - loop.time())):
+                    return await waiter
+            except TimeoutError:
+                raise RequestTimeoutError(
+                    f"send request message to <{message.topic}> OK, but wait reply message timeout, "
+                    f"{timeout_ms:.0f} ms."
+                ) from None
+        finally:
+            instance.replies.forget(correlation_id)
+
+    async def reply(self, request: MessageExt, body: bytes, *, timeout_ms: float | None = None) -> SendResult:
+        """Answer a request message received by a consumer: a reply to ``<cluster>_REPLY_TOPIC``, built as
+        Java's ``MessageUtil.createReplyMessage`` builds it and sent with SEND_REPLY_MESSAGE_V2, which the
+        broker pushes to the requester."""
+        self._check_running()
+        try:
+            topic, properties = reply_target(request.properties)
+        except CodecError as exc:
+            raise MessageValidationError(str(exc)) from exc
+        prepared = prepare_reply(
+            body,
+            self._wire_topic(topic),
+            self._id_generator().next_id(),
+            properties,
+            flavour=self._flavour,
+            max_message_size=self.config.max_message_size,
+            compress_over=self.config.compress_over,
+            compress_level=self.config.compress_level,
+        )
+        timeout = self.config.send_timeout_ms if timeout_ms is None else timeout_ms
+        result = await self._send_with_retries(prepared, timeout, False)
+        assert result is not None
+        return result
 
     async def recall(self, topic: str, handle: str, *, timeout_ms: float | None = None) -> str:
         """Take back a timer message before its delivery time, by the ``recall_handle`` of its send result

@@ -143,6 +143,8 @@ class PreparedMessage:
     batch: bool = False
     #: A timer message (RocketMQ 5): only a broker that reads its delivery time may take it.
     timer: bool = False
+    #: A reply to a request: sent with SEND_REPLY_MESSAGE_V2, which a broker pushes to the requester.
+    reply: bool = False
 
 
 def prepare_message(
@@ -166,15 +168,38 @@ def prepare_message(
         properties = message.encode_properties(flavour, extra)
     except CodecError as exc:
         raise MessageValidationError(str(exc)) from exc
-    sys_flag = 0
-    if len(body) >= compress_over:
-        body = compress(body, CompressionType.ZLIB, compress_level)
-        sys_flag = compressed_sys_flag(sys_flag, CompressionType.ZLIB)
+    body, sys_flag = _compressed(body, compress_over, compress_level)
     if extra.get(props.TRAN_MSG) == "true":
         sys_flag |= sysflag.TRANSACTION_PREPARED_TYPE
     return PreparedMessage(
         wire_topic, body, properties, sys_flag, message.flag, unique_id, timer=message.is_timer
     )
+
+
+def prepare_reply(
+    body: bytes,
+    wire_topic: str,
+    unique_id: str,
+    reply_properties: Mapping[str, str],
+    *,
+    flavour: PropertiesFlavour,
+    max_message_size: int,
+    compress_over: int,
+    compress_level: int,
+) -> PreparedMessage:
+    """A reply as Java's ``createReplyMessage`` leaves it: only the reply's own properties (no tags, keys
+    or wait flag), then its unique id; sent with SEND_REPLY_MESSAGE_V2."""
+    check_body(body, max_message_size)
+    properties = encode_java_properties({**reply_properties, props.UNIQ_KEY: unique_id}, flavour)
+    body, sys_flag = _compressed(body, compress_over, compress_level)
+    return PreparedMessage(wire_topic, body, properties, sys_flag, 0, unique_id, reply=True)
+
+
+def _compressed(body: bytes, compress_over: int, level: int) -> tuple[bytes, int]:
+    """The body as sent (zlib from ``compress_over`` bytes on, as Java) and its compression flag."""
+    if len(body) < compress_over:
+        return body, 0
+    return compress(body, CompressionType.ZLIB, level), compressed_sys_flag(0, CompressionType.ZLIB)
 
 
 def prepare_batch(
@@ -259,7 +284,12 @@ def send_request(
         batch=prepared.batch,
         broker_name=queue.broker_name,
     )
-    code = RequestCode.SEND_BATCH_MESSAGE if prepared.batch else RequestCode.SEND_MESSAGE_V2
+    if prepared.batch:
+        code = RequestCode.SEND_BATCH_MESSAGE
+    elif prepared.reply:
+        code = RequestCode.SEND_REPLY_MESSAGE_V2
+    else:
+        code = RequestCode.SEND_MESSAGE_V2
     return RemotingCommand.request(code, header, prepared.body)
 
 

@@ -105,6 +105,7 @@ from rocketmq_wire.headers.rpc import RpcRequestHeader, TopicRequestHeader
 from rocketmq_wire.headers.send import (
     RecallMessageRequestHeader,
     RecallMessageResponseHeader,
+    ReplyMessageRequestHeader,
     SendMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
@@ -136,6 +137,7 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     AckMessageRequestHeader,
     RecallMessageRequestHeader,
     RecallMessageResponseHeader,
+    ReplyMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
     PopMessageRequestHeader,
@@ -367,6 +369,7 @@ __all__ = [
     "RegisterBrokerRequestHeader",
     "RegisterBrokerResponseHeader",
     "RegisterTopicRequestHeader",
+    "ReplyMessageRequestHeader",
     "ResetOffsetRequestHeader",
     "RpcRequestHeader",
     "SearchOffsetRequestHeader",

@@ -168,3 +168,36 @@ class RecallMessageResponseHeader(CommandHeader):
     """Answer to a recall: the unique id (``UNIQ_KEY``) of the message taken back."""
 
     msg_id: str | None = jstr("msgId", required=True)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class ReplyMessageRequestHeader(CommandHeader):
+    """PUSH_REPLY_MESSAGE_TO_CLIENT: a broker hands a reply (sent to it with SEND_REPLY_MESSAGE(_V2)) to
+    the requesting client's connection; the reply's body is the command's body.
+
+    The fields are the reply's send header plus where and when it was stored (``bornHost``/``storeHost``
+    as ``ip:port``). A 5.x ``TopicQueueRequestHeader``: declared in the order Java's ``HashSet<Field>``
+    walks them (see :mod:`rocketmq_wire.headers.pop`).
+    """
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT,)
+
+    topic: str | None = jstr("topic", required=True)
+    namespace: str | None = jstr("ns")
+    born_timestamp: int | None = jlong("bornTimestamp", required=True)
+    store_host: str | None = jstr("storeHost", required=True)
+    properties: str | None = jstr("properties")
+    producer_group: str | None = jstr("producerGroup", required=True)
+    logical: bool | None = jbool("lo")
+    unit_mode: bool | None = jbool("unitMode")
+    bname: str | None = jstr("bname")
+    oneway: bool | None = jbool("oway")
+    default_topic: str | None = jstr("defaultTopic", required=True)
+    born_host: str | None = jstr("bornHost", required=True)
+    default_topic_queue_nums: int | None = jint("defaultTopicQueueNums", required=True)
+    queue_id: int | None = jint("queueId", required=True)
+    flag: int | None = jint("flag", required=True)
+    sys_flag: int | None = jint("sysFlag", required=True)
+    reconsume_times: int | None = jint("reconsumeTimes")
+    store_timestamp: int | None = jlong("storeTimestamp", required=True)
+    namespaced: bool | None = jbool("nsd")

@@ -105,3 +105,11 @@ class BlockingRunner:
             coro.close()
             raise self._not_running("it is not started (use it in a with block or call start() first)")
         return thread.run(coro, timeout)
+
+    def submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Start ``coro`` on the client's thread without waiting for it (callback forms of the facades)."""
+        thread = self._thread
+        if thread is None:
+            coro.close()
+            raise self._not_running("it is not started (use it in a with block or call start() first)")
+        return asyncio.run_coroutine_threadsafe(coro, thread.loop)

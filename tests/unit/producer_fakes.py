@@ -26,6 +26,7 @@ from rocketmq_wire.headers.namesrv import GetRouteInfoRequestHeader
 from rocketmq_wire.headers.send import (
     RecallMessageRequestHeader,
     RecallMessageResponseHeader,
+    ReplyMessageRequestHeader,
     SendMessageRequestHeaderV2,
     SendMessageResponseHeader,
 )
@@ -180,6 +181,7 @@ class FakeBroker(_Recorder):
         self.delay = 0.0
         self.version = MQVersion.V4_9_8
         self.recalled: list[str] = []
+        self.pushed_replies = 0
         self.stored: list[StoredMessage] = []
         self.heartbeats: list[HeartbeatData] = []
         self.client_connections: dict[str, Connection] = {}
@@ -189,6 +191,7 @@ class FakeBroker(_Recorder):
         for code, handler in {
             RequestCode.SEND_MESSAGE_V2: self._send,
             RequestCode.SEND_BATCH_MESSAGE: self._send,
+            RequestCode.SEND_REPLY_MESSAGE_V2: self._send_reply,
             RequestCode.HEART_BEAT: self._heartbeat,
             RequestCode.UNREGISTER_CLIENT: self._ok,
             RequestCode.END_TRANSACTION: self._ok,
@@ -246,6 +249,39 @@ class FakeBroker(_Recorder):
         self.recalled.append(handle)
         return request.make_response(
             header=RecallMessageResponseHeader(msg_id=RecallHandle.decode(handle).message_id)
+        )
+
+    async def _send_reply(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        """As Apache's ReplyMessageProcessor: push the reply to the requester's connection (known from its
+        heartbeat), answering the send once the push was answered."""
+        await self._record(request, conn)
+        header = request.read_header(SendMessageRequestHeaderV2)
+        properties = decode_properties(header.properties or "")
+        requester = self.client_connections.get(properties.get(props.REPLY_TO_CLIENT, ""))
+        if requester is None:
+            return request.make_response(ResponseCode.SYSTEM_ERROR, "push reply message fail, no channel")
+        push = ReplyMessageRequestHeader(
+            producer_group=header.producer_group,
+            topic=header.topic,
+            default_topic=header.default_topic,
+            default_topic_queue_nums=header.default_topic_queue_nums,
+            queue_id=header.queue_id,
+            sys_flag=header.sys_flag,
+            born_timestamp=header.born_timestamp,
+            flag=header.flag,
+            properties=header.properties,
+            reconsume_times=header.reconsume_times,
+            unit_mode=header.unit_mode,
+            born_host=conn.remote_address,
+            store_host=self.address,
+            store_timestamp=1_700_000_000_000,
+        )
+        cmd = RemotingCommand.request(RequestCode.PUSH_REPLY_MESSAGE_TO_CLIENT, push, request.body)
+        answer = await self.server.invoke(requester, cmd, 3000)
+        self.pushed_replies += 1
+        return request.make_response(
+            answer.code,
+            header=SendMessageResponseHeader(msg_id="REPLY", queue_id=header.queue_id, queue_offset=0),
         )
 
     async def _send(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
