@@ -14,7 +14,9 @@ from typer.testing import CliRunner
 from admin import Admin
 from cli.main import app
 from rocketmq_wire import RequestCode
+from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.topic import CreateTopicRequestHeader
+from rocketmq_wire.javahash import hashmap_order
 from rocketmq_wire.topic_attributes import format_modification, parse_modification
 from tests.header_checks import header_mismatches, key_order_mismatch
 from tests.integration.apache import mqadmin
@@ -26,6 +28,24 @@ pytestmark = pytest.mark.integration
 
 SETUPS = [s for s in PROVIDERS if s.family == "binaries" and s.release is not None and s.release.major >= 5]
 JAVA_ATTRIBUTES = "+message.type=FIFO,+queue.type=SimpleCQ,+cleanup.policy=DELETE"
+
+
+def _assert_key_order_but_the_4x_pair(cmd: RemotingCommand) -> None:
+    """The header's key order is Java's, but for one pair: ``order`` and ``topicSysFlag`` share a bucket,
+    and 4.x (whose order the header declares: the project announces 4.9.8 by default) inserts
+    ``topicSysFlag`` first, where 5.x's walk of the fields through a ``HashSet`` puts ``order`` first. A
+    known difference, written up in docs/compatibility.md; any other one fails here."""
+    mismatch = key_order_mismatch(cmd, CreateTopicRequestHeader)
+    if mismatch is None:
+        return
+    captured = list(cmd.fields())
+    ext = cmd.ext_fields
+    assert ext is not None
+    header_keys = [k for k, _ in CreateTopicRequestHeader.from_ext(cmd.fields()).ext_items() if k in ext]
+    ours = hashmap_order(header_keys + [k for k in captured if k not in header_keys], ext.capacity)
+    i, j = ours.index("topicSysFlag"), ours.index("order")
+    ours[i], ours[j] = ours[j], ours[i]
+    assert ours == captured, mismatch
 
 
 def _rmq(cluster: Cluster, *args: str) -> Any:
@@ -55,7 +75,7 @@ async def test_attributes_as_mqadmin_writes_them_set_read_and_refused(cluster: C
                 f.data for f in frames if f.to_server and f.command().opaque == cmd.opaque
             )
             assert header_mismatches(cmd, CreateTopicRequestHeader) == []
-            assert key_order_mismatch(cmd, CreateTopicRequestHeader) is None
+            _assert_key_order_but_the_4x_pair(cmd)
             text = cmd.fields()["attributes"]
             # the project writes the same text for what it parsed: same items, same HashMap order
             assert format_modification(parse_modification(text)) == text

@@ -28,7 +28,7 @@ from tests.integration.apache import jvm, maven
 from tests.integration.apache.cache import cache_root, content_hash
 from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters.model import ProviderUnavailable
-from tests.integration.cpp_peer.runner import PeerClient, PeerResult
+from tests.integration.cpp_peer.runner import PeerClient, PeerProcess, PeerResult
 
 SRC_DIR = Path(__file__).resolve().parents[1] / "java" / "src"
 MAIN_CLASS = "rmqit.Peer"
@@ -280,6 +280,20 @@ class JavaClient(PeerClient):
         """``recallMessage(topic, handle)`` of a 5.3.2+ client for each handle: a ``recalled`` line each."""
         args = ["--topic", topic, *(arg for handle in handles for arg in ("--handle", handle))]
         return self.run("recall", args, namesrv=namesrv, timeout=timeout)
+
+    def request(
+        self, namesrv: str, topic: str, messages: Sequence[Mapping[str, Any]], *, timeout: float = 120.0
+    ) -> PeerResult:
+        """``DefaultMQProducer.request(msg, timeout)`` for each message in turn: a ``reply`` line each."""
+        return self.send("request", namesrv, topic, messages, timeout=timeout)
+
+    def start_responder(
+        self, namesrv: str, group: str, topic: str, count: int, *, timeout: float = 120.0
+    ) -> PeerProcess:
+        """A push consumer answering each request of ``topic`` with ``createReplyMessage(request, "reply:" +
+        body)``, in the background: ``wait_for("ready")``, send requests, then ``finish()``."""
+        args = ["--group", group, "--topic", topic, "--count", str(count)]
+        return self.process("respond", args, namesrv=namesrv, timeout=timeout).start()
 
     def probe(self, *, timeout: float = PROBE_TIMEOUT_S) -> PeerResult:
         """No server: the client's version and the JVM's."""

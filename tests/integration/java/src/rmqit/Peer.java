@@ -189,6 +189,8 @@ public final class Peer {
             Send.declare(o);
         } else if ("recall".equals(command)) {
             Send.declareRecall(o);
+        } else if (Reply.COMMANDS.contains(command)) {
+            Reply.declare(o);
         } else if ("push-consume".equals(command) || "pull-consume".equals(command)) {
             Consume.declare(o);
         } else if ("route".equals(command) || "clusters".equals(command) || "topic-route".equals(command)) {
@@ -196,7 +198,7 @@ public final class Peer {
         } else {
             throw new Options.UsageError("unknown command " + command + " (send-sync, send-async, send-oneway,"
                 + " send-orderly, send-batch, send-transaction, push-consume, pull-consume, route, clusters,"
-                + " topic-route, recall, probe)");
+                + " topic-route, recall, request, respond, probe)");
         }
         return o;
     }
@@ -216,7 +218,7 @@ public final class Peer {
         }
         String command = opts.command();
         // Consumers end gracefully at their own deadline (hence the margin); the watchdog is the backstop.
-        double margin = command.endsWith("-consume") ? 2.0 : 0.0;
+        double margin = command.endsWith("-consume") || "respond".equals(command) ? 2.0 : 0.0;
         watchdog = new Watchdog(timeout + margin).start();
         try {
             if ("probe".equals(command)) {
@@ -227,6 +229,9 @@ public final class Peer {
             }
             if ("recall".equals(command)) {
                 return Send.recall(opts);
+            }
+            if (Reply.COMMANDS.contains(command)) {
+                return Reply.run(opts);
             }
             if ("push-consume".equals(command)) {
                 return Consume.push(opts);
