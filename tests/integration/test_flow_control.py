@@ -42,7 +42,8 @@ SETUPS = ["python", *(f"binaries-{release.version}" for release in full_releases
 SPARK_SETUPS = SETUPS[:2]
 #: Apache's answer to a send that waited too long in its queue.
 TIMEOUT_CLEAN_QUEUE = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while"
-MESSAGES = 4000
+#: Enough for a flood of 256 in flight to be refused many times over (every run saw hundreds of busy answers).
+MESSAGES = 2000
 IN_FLIGHT = 256
 BATCH = 16
 SPARK_ROWS = 100_000
