@@ -52,6 +52,7 @@ class Rmq:
             "topic": topic,
             "cluster": "DefaultCluster",
             "brokers": [self.local.broker_address],
+            "attributes": {},
         }
         await self.local.wait_for_route(lambda: self.has_route(topic))
 

@@ -53,6 +53,12 @@ HEAPS: Mapping[Kind, tuple[str, ...]] = {
 #: permissive server reads plain frames as they come. The tests that speak TLS set ``tls.server.mode``
 #: in their ``system_properties``, which follow these options on the command line, so theirs wins.
 PLAIN_SERVER = ("-Dtls.server.mode=disabled",)
+#: System properties of every Apache client JVM the suite starts (the Java peer, mqadmin). Apache's client
+#: gives up on a connection not made within 3 s; several JVMs starting at once on a loaded 2-core machine
+#: missed that on their first connection ("send request exception ... channel[null]", seen in CI).
+LOADED_MACHINE_CLIENT_PROPERTIES: Mapping[str, str] = {
+    "com.rocketmq.remoting.client.connect.timeout": "10000"
+}
 
 #: What the 4.x servers and mqadmin read from ``$ROCKETMQ_HOME/conf`` (file name: log file it writes).
 _LOGBACK_FILES = {

@@ -66,7 +66,7 @@ def run(
     classpath, main_class = _program(release.tools_version)
     rmq_home = jvm.rocketmq_home(cache_root() / "rocketmq-home")
     full_args = [command, *(["-n", namesrv] if namesrv else []), *args]
-    properties = {"rocketmq.serialize.type": serialize}
+    properties = {"rocketmq.serialize.type": serialize, **jvm.LOADED_MACHINE_CLIENT_PROPERTIES}
     if main_class == EXITING_MAIN and mqadmin_host.enabled():
 
         def host_argv(share_classes: bool = True) -> list[str]:

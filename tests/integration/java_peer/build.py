@@ -193,6 +193,7 @@ def java_peer_program(
         "rocketmq.client.logUseSlf4j": "false",
         "logback.configurationFile": str(logback),
         "rmq.logback.configurationFile": str(logback),
+        **jvm.LOADED_MACHINE_CLIENT_PROPERTIES,
     }
     if tls:
         properties |= {"tls.enable": "true", "tls.test.mode.enable": "true"}
