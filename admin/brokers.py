@@ -11,7 +11,7 @@ from admin.cluster import cluster_brokers
 from admin.errors import AdminError, BrokerVersionError
 from admin.rpc import AdminRpc, check
 from rocketmq_wire.bodies import KVTable, PropertiesBody
-from rocketmq_wire.codes import MQVersion, RequestCode
+from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 
@@ -46,11 +46,7 @@ async def broker_version(rpc: AdminRpc, broker_addr: str) -> int:
 
 async def require_broker_version(rpc: AdminRpc, broker_addr: str, minimum: int, feature: str) -> None:
     """Refuse, before anything is changed, a feature an older broker would quietly ignore."""
-    version = await broker_version(rpc, broker_addr)
-    if version < minimum:
-        raise BrokerVersionError(
-            feature, broker_addr, MQVersion.name_of(version), MQVersion.name_of(minimum) + " or later"
-        )
+    BrokerVersionError.check(feature, broker_addr, await broker_version(rpc, broker_addr), minimum)
 
 
 async def update_broker_config(rpc: AdminRpc, broker_addr: str, settings: Mapping[str, str]) -> None:

@@ -212,9 +212,7 @@ def recall(
     handle: Annotated[
         str, typer.Argument(callback=params.not_blank, help="Recall handle from the send's result")
     ],
-    group: Annotated[
-        str, typer.Option("--group", "-g", callback=params.group_name, help="Producer group")
-    ] = params.CLI_PRODUCER_GROUP,
+    group: params.ProducerGroup = params.CLI_PRODUCER_GROUP,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,

@@ -242,5 +242,7 @@ Broker = Annotated[
 Cluster = Annotated[str | None, typer.Option("--cluster", "-c", help="Every broker of this cluster")]
 #: ``-c`` of the commands that only show brokers: a filter on the NameServers' broker list.
 ClusterName = Annotated[str | None, typer.Option("--cluster", "-c", help="Only the brokers of this cluster")]
+#: ``-g`` of the commands that send as a producer (``rmq send``, ``rmq message recall``).
+ProducerGroup = Annotated[str, typer.Option("--group", "-g", callback=group_name, help="Producer group")]
 #: The consumer group a group command is about.
 Group = Annotated[str, typer.Argument(callback=group_name, help="Consumer group")]

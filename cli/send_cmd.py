@@ -152,9 +152,7 @@ def send(
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, max=1024, help="Requests in flight at once")
     ] = 1,
-    group: Annotated[
-        str, typer.Option("--group", "-g", callback=params.group_name, help="Producer group")
-    ] = params.CLI_PRODUCER_GROUP,
+    group: params.ProducerGroup = params.CLI_PRODUCER_GROUP,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,

@@ -185,17 +185,15 @@ def create(
 @friendly
 def config(
     topic: Topic,
-    broker: Annotated[
-        str | None,
-        typer.Option("--broker", "-b", callback=params.broker_address, help="This broker only (else all)"),
-    ] = None,
+    broker: params.Broker = None,
     namesrv: Namesrv = None,
     as_json: AsJson = False,
     access_key: AccessKey = None,
     secret_key: SecretKey = None,
     timeout_ms: TimeoutMs = 3000,
 ) -> None:
-    """The topic's config on each broker of its route: queues, permission, order and 5.x attributes."""
+    """The topic's config on each broker of its route (or on ``--broker`` only): queues, permission, order
+    and 5.x attributes."""
     where = target(namesrv, access_key, secret_key, timeout_ms)
 
     async def read(admin: Admin) -> list[tuple[str, str, TopicConfig]]:

@@ -7,6 +7,8 @@ them into its own errors where its users expect those (a producer's send raises 
 
 from __future__ import annotations
 
+from rocketmq_wire.codes import MQVersion
+
 
 class ClientError(Exception):
     """Base of every failure raised by a client of this project (producer, consumer, admin, core)."""
@@ -38,3 +40,10 @@ class BrokerVersionError(ClientError):
         self.addr = addr
         self.broker_version = broker_version
         self.needed = needed
+
+    @classmethod
+    def check(cls, feature: str, addr: str, version: int, minimum: int) -> None:
+        """Raise (this class: each role has its own) unless ``version`` is ``minimum`` or later, both
+        ``MQVersion`` numbers."""
+        if version < minimum:
+            raise cls(feature, addr, MQVersion.name_of(version), MQVersion.name_of(minimum) + " or later")

@@ -43,7 +43,7 @@ from client.settings import ClientSettings
 from client.timers import run_periodically
 from rocketmq_wire.bodies.heartbeat import ConsumerData
 from rocketmq_wire.bodies.route import MASTER_ID, TopicRouteData
-from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
+from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const as props
@@ -495,9 +495,7 @@ class ClientInstance:
     ) -> None:
         """Raise ``error`` (a :class:`~client.errors.BrokerVersionError`; each role has its own) unless the
         broker at ``addr`` runs ``minimum`` (an ``MQVersion`` number) or later."""
-        version = await self.broker_version(addr)
-        if version < minimum:
-            raise error(feature, addr, MQVersion.name_of(version), MQVersion.name_of(minimum) + " or later")
+        error.check(feature, addr, await self.broker_version(addr), minimum)
 
     async def _unregister(self, build: Callable[[], RemotingCommand]) -> None:
         """One UNREGISTER_CLIENT at every known broker, masters and slaves, best effort (a broker also notices

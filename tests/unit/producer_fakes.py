@@ -320,10 +320,11 @@ class FakeBroker(_Recorder):
             ids.append(encode_offset_msg_id(self.address, self._commit_offset))
             self._commit_offset += 100 + len(body)
         recall_handle = None
-        timer = decode_properties(bodies[0][1]).get(props.TIMER_DELIVER_MS)
+        first = decode_properties(bodies[0][1])
+        timer = first.get(props.TIMER_DELIVER_MS)
         if timer is not None and self.version >= features.RECALL_MESSAGE:
-            unique_id = decode_properties(bodies[0][1])[props.UNIQ_KEY]
-            recall_handle = RecallHandle(topic, self.name, str(int(timer) + 1), unique_id).encode()
+            handle = RecallHandle(topic, self.name, str(int(timer) + 1), first[props.UNIQ_KEY])
+            recall_handle = handle.encode()
         response = request.make_response(
             self.status_code,
             header=SendMessageResponseHeader(
