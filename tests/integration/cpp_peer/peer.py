@@ -60,6 +60,8 @@ EXIT_ORPHANED = 7
 #: failed to set up just now (a contended transport lock, seen in CI) as it reports any failure, and an
 #: immediate retry meets the same state.
 PULL_RETRY_PAUSE_S = 0.2
+# Pause between two sweeps of a topic's queues while pull-consume's --count is not reached.
+PULL_SWEEP_PAUSE_S = 0.2
 # The C++ client's send_oneway only appends the frame to its connection's libevent output buffer; its I/O
 # thread writes it later, and shutdown closes the socket at once, dropping whatever is still buffered (seen in
 # CI: 2 of 3 oneway messages never reached the broker when the process exited 3 ms after connecting). A
@@ -802,10 +804,18 @@ def cmd_pull_consume(binding: Binding, args: argparse.Namespace, out: Output, pr
         if not mqs:  # what the C API answers when it found no route, instead of an error
             out.emit("error", error_type="NoQueues", message=f"no message queues for topic {args.topic}")
             return _finish(out, args, consumer, progress, started, EXIT_CLIENT_ERROR)
-        for mq in mqs:
-            if args.count and progress.count >= args.count:
+        # Apache's brokers answer a send before the message reaches its consume queue, and a oneway message
+        # may still be on its way: while --count is not reached, sweep again from where each queue stopped.
+        offsets = {id(mq): args.from_offset for mq in mqs}
+        sweep_until = started + args.timeout / 2
+        while True:
+            for mq in mqs:
+                if args.count and progress.count >= args.count:
+                    break
+                offsets[id(mq)] = _drain_queue(binding, args, out, progress, consumer, mq, offsets[id(mq)])
+            if not args.count or progress.count >= args.count or time.monotonic() >= sweep_until:
                 break
-            _drain_queue(binding, args, out, progress, consumer, mq)
+            time.sleep(PULL_SWEEP_PAUSE_S)
     finally:
         dll.ReleaseSubscriptionMessageQueue(queues)
     code = EXIT_INCOMPLETE if args.count and progress.count < args.count else EXIT_OK
@@ -815,10 +825,16 @@ def cmd_pull_consume(binding: Binding, args: argparse.Namespace, out: Output, pr
 
 
 def _drain_queue(
-    binding: Binding, args: argparse.Namespace, out: Output, progress: Progress, consumer: Any, mq: Any
-) -> None:
+    binding: Binding,
+    args: argparse.Namespace,
+    out: Output,
+    progress: Progress,
+    consumer: Any,
+    mq: Any,
+    offset: int,
+) -> int:
+    """Pulls one queue from ``offset`` until it has nothing new; returns the offset to go on from."""
     dll = binding.dll
-    offset = args.from_offset
     failures = 0
     progress.stage = f"pull {_text(mq.brokerName)}:{mq.queueId}"
     for _ in range(args.max_pulls):
@@ -850,14 +866,15 @@ def _drain_queue(
                 out.emit(
                     "error", error_type="BrokerTimeout", message="pull kept failing", queue_id=mq.queueId
                 )
-                return
+                return offset
             time.sleep(PULL_RETRY_PAUSE_S * failures)
             continue
         if status == "NO_NEW_MSG" or (result.nextBeginOffset == offset and status != "FOUND"):
-            return
+            return offset
         offset = result.nextBeginOffset
         if args.count and progress.count >= args.count:
-            return
+            return offset
+    return offset
 
 
 def cmd_build_message(binding: Binding, args: argparse.Namespace, out: Output, progress: Progress) -> int:
