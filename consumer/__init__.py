@@ -61,6 +61,7 @@ if TYPE_CHECKING:
     from consumer.errors import (
         BrokerError,
         BrokerNotFoundError,
+        BrokerVersionError,
         ConsumerError,
         ConsumerStateError,
         InvalidOffsetError,
@@ -71,6 +72,7 @@ if TYPE_CHECKING:
     from consumer.lite_pull import PullConsumer
     from consumer.push import PushConsumer
     from consumer.rebalance import RebalanceListener
+    from consumer.simple import SimpleConsumer
     from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, MessageModel
     from rocketmq_wire.bodies.message_queue import MessageQueue
     from rocketmq_wire.message import MessageExt
@@ -86,6 +88,7 @@ _EXPORTS = {
     "ConsumerConfig": "consumer.config",
     "BrokerError": "consumer.errors",
     "BrokerNotFoundError": "consumer.errors",
+    "BrokerVersionError": "consumer.errors",
     "ConsumerError": "consumer.errors",
     "ConsumerStateError": "consumer.errors",
     "InvalidOffsetError": "consumer.errors",
@@ -97,6 +100,7 @@ _EXPORTS = {
     "PullConsumer": "consumer.lite_pull",
     "PushConsumer": "consumer.push",
     "RebalanceListener": "consumer.rebalance",
+    "SimpleConsumer": "consumer.simple",
     "ConsumeFromWhere": "rocketmq_wire.bodies.heartbeat",
     "MessageModel": "rocketmq_wire.bodies.heartbeat",
     "MessageQueue": "rocketmq_wire.bodies.message_queue",
@@ -108,6 +112,7 @@ __all__ = [
     "AllocateStrategyName",
     "BrokerError",
     "BrokerNotFoundError",
+    "BrokerVersionError",
     "ConsumeConcurrentlyContext",
     "ConsumeFromWhere",
     "ConsumeOrderlyContext",
@@ -124,6 +129,7 @@ __all__ = [
     "PullConsumer",
     "PushConsumer",
     "RebalanceListener",
+    "SimpleConsumer",
     "allocate_averagely",
     "allocate_by_circle",
     "allocate_by_config",

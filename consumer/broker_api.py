@@ -10,9 +10,10 @@ from __future__ import annotations
 import logging
 
 from client.rpc import ClientRpc
-from consumer import commands
+from consumer import commands, pop_requests
 from consumer.errors import BrokerError, ConsumerError, OffsetNotFoundError
 from consumer.fetch import PullResult, parse_pull_response
+from consumer.pop_requests import PopResult, PopSpec
 from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
 from rocketmq_wire.bodies.lock import LockBatchResponseBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
@@ -26,6 +27,7 @@ from rocketmq_wire.headers.offset import (
     SearchOffsetResponseHeader,
 )
 from rocketmq_wire.message import MessageExt
+from rocketmq_wire.pop_extra import ExtraInfo
 
 logger = logging.getLogger("consumer.broker_api")
 
@@ -54,6 +56,36 @@ class BrokerApi:
     async def pull(self, addr: str, cmd: RemotingCommand, timeout_ms: float) -> PullResult:
         """One pull (built by :func:`commands.pull_request`); the body is left for the caller to decode."""
         return parse_pull_response(await self._call(addr, cmd, timeout_ms), addr)
+
+    # -- POP ---------------------------------------------------------------------------------------------
+
+    async def pop(self, addr: str, spec: PopSpec, *, now_ms: int, shown_topic: str) -> PopResult:
+        """One POP_MESSAGE; the messages come back under ``shown_topic``, each with its receipt handle."""
+        cmd = pop_requests.pop_request(spec, now_ms)
+        response = await self._call(addr, cmd, pop_requests.pop_timeout_ms(spec, self._timeout_ms))
+        return pop_requests.parse_pop_response(
+            response, broker_name=spec.broker_name, topic=shown_topic, order=spec.order, addr=addr
+        )
+
+    async def ack(self, addr: str, handle: ExtraInfo, *, group: str, topic: str) -> None:
+        """ACK_MESSAGE; :class:`BrokerError` when the broker did not take it (Java's ``NO_EXIST``)."""
+        cmd = pop_requests.ack_request(handle, group=group, topic=topic)
+        _expect_success(await self._call(addr, cmd), addr)
+
+    async def batch_ack(self, addr: str, handles: list[ExtraInfo], *, group: str, topic: str) -> None:
+        """BATCH_ACK_MESSAGE for messages popped from the broker at ``addr``."""
+        cmd = pop_requests.batch_ack_request(handles, group=group, topic=topic)
+        _expect_success(await self._call(addr, cmd), addr)
+
+    async def change_invisible_time(
+        self, addr: str, handle: ExtraInfo, *, group: str, topic: str, invisible_time_ms: int
+    ) -> ExtraInfo:
+        """CHANGE_MESSAGE_INVISIBLETIME; returns the message's new receipt handle."""
+        cmd, header = pop_requests.change_invisible_request(
+            handle, group=group, topic=topic, invisible_time_ms=invisible_time_ms
+        )
+        response = await self._call(addr, cmd)
+        return pop_requests.parse_change_response(response, header, broker_name=handle.broker_name, addr=addr)
 
     # -- offsets -------------------------------------------------------------------------------------------
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from client import errors as client_errors
 from client.errors import ClientError
 
 
@@ -34,3 +35,8 @@ class OffsetNotFoundError(ConsumerError):
 
 class InvalidOffsetError(ConsumerError, ValueError):
     """A seek outside the queue's current [min, max] offsets."""
+
+
+class BrokerVersionError(ConsumerError, client_errors.BrokerVersionError):
+    """The consumer would need a newer broker (POP from a 4.x broker); nothing was sent. Both a
+    :class:`ConsumerError` and the core's refusal."""

@@ -26,7 +26,6 @@ from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.pull import PullMessageResponseHeader
 from rocketmq_wire.message import MessageExt, decode_messages, encode_properties
 from rocketmq_wire.message import const as props
-from rocketmq_wire.message.const import PROPERTY_SEPARATOR
 
 
 class PullStatus(enum.Enum):
@@ -76,16 +75,6 @@ def parse_pull_response(response: RemotingCommand, addr: str) -> PullResult:
     )
 
 
-def _with_offsets(message: MessageExt, extra: str) -> None:
-    """Append ``MIN_OFFSET``/``MAX_OFFSET`` to the properties string in the message's own flavour (a
-    repeated name reads as its last value, so an older pair would be overridden)."""
-    text = message.properties_string
-    if text and not text.endswith(PROPERTY_SEPARATOR):
-        message.properties_string = text + PROPERTY_SEPARATOR + extra[: -len(PROPERTY_SEPARATOR)]
-    else:
-        message.properties_string = text + extra
-
-
 def decode_found(result: PullResult, tags: frozenset[str] | None) -> list[MessageExt]:
     """The messages of a FOUND answer that the subscription accepts, marked with the queue's bounds.
 
@@ -103,6 +92,6 @@ def decode_found(result: PullResult, tags: frozenset[str] | None) -> list[Messag
             {props.MIN_OFFSET: str(result.min_offset), props.MAX_OFFSET: str(result.max_offset)}
         )
         for message in messages:
-            _with_offsets(message, extra)
+            message.append_properties(extra)
     result.messages = messages
     return messages

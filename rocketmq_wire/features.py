@@ -18,3 +18,7 @@ TIMER_MESSAGES: Final = MQVersion.value_of("V5_0_0")
 RECALL_MESSAGE: Final = MQVersion.value_of("V5_3_2")
 #: Topic attributes (``message.type``, ``queue.type`` ...) in UPDATE_AND_CREATE_TOPIC and topic configs.
 TOPIC_ATTRIBUTES: Final = MQVersion.value_of("V5_0_0")
+#: POP_MESSAGE, ACK_MESSAGE and CHANGE_MESSAGE_INVISIBLETIME (``PopMessageProcessor``, new in 5.0.0).
+POP_CONSUMPTION: Final = MQVersion.value_of("V5_0_0")
+#: BATCH_ACK_MESSAGE (registered by the broker from 5.1.3 on).
+BATCH_ACK: Final = MQVersion.value_of("V5_1_3")

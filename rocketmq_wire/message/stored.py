@@ -85,6 +85,18 @@ class MessageExt:
     def get_property(self, name: str) -> str | None:
         return self.properties.get(name)
 
+    def append_properties(self, encoded: str) -> None:
+        """Add properties, given as :func:`encode_properties` writes them, after the message's own.
+
+        A client marks what it received this way (a pull's queue bounds, a pop's receipt handle) without
+        re-encoding what the broker sent: a name given again reads as its new value, as in Java's map.
+        """
+        text, separator = self.properties_string, const.PROPERTY_SEPARATOR
+        if text and not text.endswith(separator):
+            self.properties_string = text + separator + encoded.removesuffix(separator)
+        else:
+            self.properties_string = text + encoded
+
     def stored_at(
         self, queue_offset: int, commit_log_offset: int, store_timestamp: int, store_host: str
     ) -> MessageExt:

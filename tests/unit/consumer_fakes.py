@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 from collections.abc import Callable, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
 from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
@@ -135,8 +135,21 @@ class FakeBroker:
             RequestCode.GET_CONSUMER_RUNNING_INFO: self._relay,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self._relay,
         }
+        #: The ``MQVersion`` number answers carry (``None``: the transport's own).
+        self.answer_version: int | None = None
         for code, handler in self._handlers.items():
-            self.server.register(code, handler)
+            self.register(code, handler)
+
+    def register(self, code: int, handler: Callable[..., Any]) -> None:
+        """Serve ``code`` with ``handler``; its answers carry :attr:`answer_version` when that is set."""
+
+        async def answer(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+            response: RemotingCommand | None = await handler(request, conn)
+            if response is not None and self.answer_version is not None:
+                response.version = self.answer_version
+            return response
+
+        self.server.register(code, answer)
 
     @property
     def address(self) -> str:

@@ -1,0 +1,397 @@
+"""The simple consumer: receive messages, then acknowledge each one (RocketMQ 5's POP consumption).
+
+Usage::
+
+    async with SimpleConsumer("Billing", "ns:9876", invisible_duration=30) as consumer:
+        consumer.subscribe("Orders", "paid")
+        while True:
+            for message in await consumer.receive(max_messages=16):
+                await handle(message)
+                await consumer.ack(message)
+
+No queue belongs to any consumer: every member of the group pops from every queue, and the broker hides
+what it handed out for ``invisible_duration`` seconds. A message acknowledged in that time is done; one that
+is not (the consumer crashed, or called :meth:`change_invisible_duration` with 0) reappears for the group
+with its ``reconsume_times`` one higher. After ``max_delivery_attempts`` deliveries it goes to the group's
+dead-letter topic (``%DLQ%<group>``) instead, as Apache's 5.x proxy does for its simple consumers.
+
+This is the remoting protocol's POP (POP_MESSAGE, ACK_MESSAGE, BATCH_ACK_MESSAGE,
+CHANGE_MESSAGE_INVISIBLETIME), which Apache brokers serve from 5.0; a 4.x broker is refused with
+:class:`~consumer.errors.BrokerVersionError` before anything is sent. A message's receipt handle is its
+``POP_CK`` property, so any consumer of the group can acknowledge a message another one received.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import random
+import time
+from collections.abc import Iterable, Sequence
+from types import TracebackType
+from typing import Self
+
+from consumer.config import ConsumerConfig
+from consumer.core import ConsumerCore, merged_config
+from consumer.errors import (
+    BrokerNotFoundError,
+    BrokerVersionError,
+    ConsumerError,
+    ConsumerStateError,
+)
+from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN, PopSpec, PopStatus, receipt_handle
+from consumer.positioning import consume_from_where
+from rocketmq_wire import features
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
+from rocketmq_wire.bodies.route import MASTER_ID
+from rocketmq_wire.message import MessageExt, encode_properties
+from rocketmq_wire.message import const as props
+from rocketmq_wire.pop_extra import ExtraInfo
+from rocketmq_wire.topics import without_namespace
+from rocketmq_wire.transport import RemotingError
+
+logger = logging.getLogger("consumer.simple")
+
+#: Apache's proxy pops at most this many messages per request.
+MAX_MESSAGES_PER_RECEIVE = 32
+#: A group's default ``retryMaxTimes`` is 16: 17 deliveries in all.
+DEFAULT_MAX_DELIVERY_ATTEMPTS = 17
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Target:
+    """Where one receive pops: a subscribed topic (wire name) on one broker."""
+
+    topic: str
+    broker_name: str
+
+
+class SimpleConsumer:
+    """A consumer that receives messages with :meth:`receive` and acknowledges them with :meth:`ack`.
+
+    ``invisible_duration`` (seconds) is how long a received message stays hidden from the group;
+    ``await_duration`` (seconds) how long a receive waits on a broker that has nothing (long polling);
+    ``consume_from`` where a group that never consumed a queue starts (``LAST_OFFSET``, the default, or
+    ``FIRST_OFFSET``).
+    """
+
+    def __init__(
+        self,
+        group: str,
+        namesrv: str | Sequence[str],
+        *,
+        invisible_duration: float = 30.0,
+        await_duration: float = 20.0,
+        max_delivery_attempts: int = DEFAULT_MAX_DELIVERY_ATTEMPTS,
+        consume_from: ConsumeFromWhere | str = ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+        config: ConsumerConfig | None = None,
+        rng: random.Random | None = None,
+        namespace: str | None = None,
+        access_key: str | None = None,
+        secret_key: str | None = None,
+    ) -> None:
+        _check_duration("invisible_duration", invisible_duration, minimum=0.001)
+        _check_duration("await_duration", await_duration, minimum=0)
+        if max_delivery_attempts < 1:
+            raise ValueError("max_delivery_attempts must be at least 1")
+        start = consume_from_where(consume_from)
+        if start not in (
+            ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        ):
+            raise ValueError("a simple consumer starts from LAST_OFFSET or FIRST_OFFSET")
+        settings = merged_config(
+            config, {"namespace": namespace, "access_key": access_key, "secret_key": secret_key}
+        )
+        self._core = ConsumerCore(
+            group,
+            namesrv,
+            config=settings,
+            model=MessageModel.CLUSTERING,
+            consume_type=ConsumeType.CONSUME_POP,
+            consume_from=start,
+            timestamp_ms=0,
+            rng=rng,
+        )
+        self.invisible_duration = invisible_duration
+        self.await_duration = await_duration
+        self.max_delivery_attempts = max_delivery_attempts
+        self._init_mode = (
+            INIT_MODE_MIN if start == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET else INIT_MODE_MAX
+        )
+        self._next_target = 0
+        self._state = "created"
+
+    # -- configuration -------------------------------------------------------------------------------------
+
+    @property
+    def group(self) -> str:
+        return self._core.group
+
+    @property
+    def client_id(self) -> str:
+        return self._core.client.client_id if self._core.started else ""
+
+    def subscribe(self, topic: str, expression: str = "*") -> None:
+        """Receive ``topic``'s messages whose tag ``expression`` names (``"*"``: all of them).
+
+        The broker filters (a pop carries the expression), so nothing is dropped on the client.
+        """
+        self._core.subscriptions.subscribe(self._core.wire_topic(topic), expression)
+        if self._state == "running":
+            self._core.client.spawn(self._core.refresh_subscribed_routes(), "subscription-change")
+
+    def unsubscribe(self, topic: str) -> None:
+        self._core.subscriptions.unsubscribe(self._core.wire_topic(topic))
+
+    def subscriptions(self) -> dict[str, str]:
+        """Topic -> expression, as the user named the topics."""
+        return {
+            without_namespace(data.topic or "", self._core.config.namespace): data.sub_string or ""
+            for data in self._core.subscriptions.data()
+        }
+
+    # -- lifecycle -----------------------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Self:
+        await self.start()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.close()
+
+    async def start(self) -> None:
+        """Join the cluster: fetch the subscribed topics' routes and heartbeat their brokers (so that
+        Apache's tools list this consumer in its group)."""
+        if self._state != "created":
+            raise ConsumerStateError(f"the consumer was already started ({self._state})")
+        self._state = "starting"
+        core = self._core
+        await core.open({}, core.subscriptions.topics)
+        try:
+            await core.refresh_subscribed_routes()
+            await core.client.heartbeat_all()
+        except BaseException:
+            self._state = "stopped"
+            await core.close()
+            raise
+        self._state = "running"
+        logger.info("simple consumer %s started as client %s", core.wire_group, core.client.client_id)
+
+    async def close(self) -> None:
+        """Leave the group. Messages received and not acknowledged reappear once their time is up."""
+        if self._state != "running":
+            self._state = "stopped"
+            return
+        self._state = "stopped"
+        await self._core.close()
+        logger.info("simple consumer %s closed", self._core.wire_group)
+
+    shutdown = close
+
+    def _check_running(self) -> None:
+        if self._state != "running":
+            raise ConsumerStateError(f"the consumer is not running ({self._state})")
+
+    # -- receiving -----------------------------------------------------------------------------------------
+
+    async def receive(
+        self,
+        max_messages: int = 16,
+        *,
+        invisible_duration: float | None = None,
+        await_duration: float | None = None,
+    ) -> list[MessageExt]:
+        """Up to ``max_messages`` messages of the subscribed topics, hidden from the group for
+        ``invisible_duration`` seconds; ``[]`` when none came within ``await_duration`` seconds.
+
+        Brokers are taken in turn. With several, each is asked without waiting first, and only when all are
+        empty does the next one in turn hold the request for ``await_duration``.
+        """
+        self._check_running()
+        if not 1 <= max_messages <= MAX_MESSAGES_PER_RECEIVE:
+            raise ValueError(f"max_messages must be between 1 and {MAX_MESSAGES_PER_RECEIVE}")
+        invisible = self.invisible_duration if invisible_duration is None else invisible_duration
+        wait = self.await_duration if await_duration is None else await_duration
+        _check_duration("invisible_duration", invisible, minimum=0.001)
+        _check_duration("await_duration", wait, minimum=0)
+        targets = await self._targets()
+        if not targets:
+            raise ConsumerError(f"no readable queue for the subscribed topics {self.subscriptions()}")
+        first = self._next_target % len(targets)
+        self._next_target = first + 1
+        invisible_ms = round(invisible * 1000)
+        if len(targets) > 1:
+            for step in range(len(targets)):
+                target = targets[(first + step) % len(targets)]
+                found = await self._pop(target, max_messages, invisible_ms, 0)
+                if found:
+                    self._next_target = first + step + 1
+                    return found
+        return await self._pop(targets[first], max_messages, invisible_ms, round(wait * 1000))
+
+    async def _targets(self) -> list[_Target]:
+        core = self._core
+        targets = []
+        for topic in core.subscriptions.topics():
+            queues = await core.client.queues_of(topic) or []
+            for broker_name in sorted({q.broker_name or "" for q in queues}):
+                targets.append(_Target(topic, broker_name))
+        return targets
+
+    async def _master(self, target: _Target) -> str:
+        """The master of the target's broker: POP state lives there only. Checks its release once."""
+        client = self._core.client
+        addr = client.routes.address(target.broker_name, MASTER_ID)
+        if addr is None:
+            await client.routes.refresh(target.topic)
+            addr = client.routes.address(target.broker_name, MASTER_ID)
+        if addr is None:
+            raise BrokerNotFoundError(f"broker {target.broker_name} has no master known now")
+        await client.instance.require_broker_version(
+            addr, features.POP_CONSUMPTION, "POP consumption", error=BrokerVersionError
+        )
+        return addr
+
+    async def _pop(
+        self, target: _Target, max_messages: int, invisible_ms: int, poll_ms: int
+    ) -> list[MessageExt]:
+        core = self._core
+        subscription = core.subscriptions.get(target.topic)
+        if subscription is None:  # unsubscribed meanwhile
+            return []
+        addr = await self._master(target)
+        spec = PopSpec(
+            group=core.wire_group,
+            topic=target.topic,
+            broker_name=target.broker_name,
+            max_nums=max_messages,
+            invisible_time_ms=invisible_ms,
+            poll_time_ms=poll_ms,
+            init_mode=self._init_mode,
+            expression_type=subscription.expression_type,
+            expression=subscription.sub_string,
+        )
+        started = time.monotonic()
+        result = await core.client.api.pop(
+            addr, spec, now_ms=time.time_ns() // 1_000_000, shown_topic=target.topic
+        )
+        if result.status is PopStatus.POLLING_FULL:
+            logger.info(
+                "broker %s holds too many long polls; group %s asks again later", addr, core.wire_group
+            )
+        if not result.messages:
+            return []
+        core.stats.pulled(target.topic, (time.monotonic() - started) * 1000, len(result.messages))
+        kept = []
+        for message in result.messages:
+            if message.reconsume_times >= self.max_delivery_attempts:
+                await self._to_dead_letters(addr, target, message)
+            else:
+                kept.append(message)
+        return core.user_messages(kept)
+
+    async def _to_dead_letters(self, addr: str, target: _Target, message: MessageExt) -> None:
+        """A message delivered ``max_delivery_attempts`` times: into the group's DLQ, then acknowledged (as
+        Apache's proxy does). If the broker refuses, it reappears and the next receive tries again."""
+        core = self._core
+        handle = receipt_handle(message)
+        original = dataclasses.replace(message, topic=handle.real_topic(target.topic, core.wire_group))
+        try:
+            await core.client.api.send_back(
+                addr,
+                original,
+                group=core.wire_group,
+                delay_level=-1,
+                max_reconsume_times=0,
+                broker_name=target.broker_name,
+            )
+            await core.client.api.ack(addr, handle, group=core.wire_group, topic=target.topic)
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning(
+                "group %s: message %s (%d deliveries) not moved to the dead-letter topic: %s",
+                core.wire_group,
+                message.msg_id,
+                message.reconsume_times,
+                exc,
+            )
+            return
+        logger.info(
+            "group %s: message %s moved to the dead-letter topic after %d deliveries",
+            core.wire_group,
+            message.msg_id,
+            message.reconsume_times,
+        )
+
+    # -- acknowledging -------------------------------------------------------------------------------------
+
+    async def ack(self, messages: MessageExt | Iterable[MessageExt]) -> None:
+        """Acknowledge received messages: they will not be delivered again.
+
+        Several messages of one broker go in one BATCH_ACK_MESSAGE where the broker has it (5.1.3 on).
+        Raises :class:`~consumer.errors.BrokerError` when a broker refused an ack (an offset outside the
+        queue, an unknown topic). Apache's brokers take an ack whose invisible time has run out, but by then
+        the message may already be on its way to the group again: ack within ``invisible_duration``, or
+        extend it with :meth:`change_invisible_duration`.
+        """
+        self._check_running()
+        batch = [messages] if isinstance(messages, MessageExt) else list(messages)
+        by_broker: dict[str, list[tuple[MessageExt, ExtraInfo]]] = {}
+        for message in batch:
+            handle = receipt_handle(message)
+            by_broker.setdefault(handle.broker_name, []).append((message, handle))
+        failures: list[BaseException] = []
+        for broker_name, entries in by_broker.items():
+            try:
+                await self._ack_on(broker_name, entries)
+            except (ConsumerError, RemotingError) as exc:
+                failures.append(exc)
+        if failures:
+            if len(failures) == 1:
+                raise failures[0]
+            raise ConsumerError("; ".join(str(f) for f in failures))
+
+    async def _ack_on(self, broker_name: str, entries: list[tuple[MessageExt, ExtraInfo]]) -> None:
+        core = self._core
+        topic = core.wire_topic(entries[0][0].topic)
+        addr = await self._master(_Target(topic, broker_name))
+        group = core.wire_group
+        api = core.client.api
+        by_topic: dict[str, list[ExtraInfo]] = {}
+        for message, handle in entries:
+            by_topic.setdefault(core.wire_topic(message.topic), []).append(handle)
+        batch = len(entries) > 1 and await core.client.instance.broker_version(addr) >= features.BATCH_ACK
+        for wire_topic, handles in by_topic.items():
+            if batch and len(handles) > 1:
+                await api.batch_ack(addr, handles, group=group, topic=wire_topic)
+                continue
+            for handle in handles:
+                await api.ack(addr, handle, group=group, topic=wire_topic)
+
+    async def change_invisible_duration(self, message: MessageExt, invisible_duration: float) -> None:
+        """Hide ``message`` for ``invisible_duration`` seconds from now (0: let the group have it again at
+        once). The message gets a new receipt handle, used by a later :meth:`ack`."""
+        self._check_running()
+        _check_duration("invisible_duration", invisible_duration, minimum=0)
+        handle = receipt_handle(message)
+        core = self._core
+        topic = core.wire_topic(message.topic)
+        addr = await self._master(_Target(topic, handle.broker_name))
+        renewed = await core.client.api.change_invisible_time(
+            addr,
+            handle,
+            group=core.wire_group,
+            topic=topic,
+            invisible_time_ms=round(invisible_duration * 1000),
+        )
+        message.append_properties(encode_properties({props.POP_CK: renewed.text()}))
+
+
+def _check_duration(name: str, seconds: float, *, minimum: float) -> None:
+    if not minimum <= seconds < 2**63 / 1000:
+        raise ValueError(f"{name} must be at least {minimum} s, not {seconds!r}")
+
+
+__all__ = ["DEFAULT_MAX_DELIVERY_ATTEMPTS", "MAX_MESSAGES_PER_RECEIVE", "SimpleConsumer"]
