@@ -46,6 +46,7 @@ from rocketmq_wire.bodies import (
     TopicRouteData,
     UserInfo,
 )
+from rocketmq_wire.bodies.pop import MessageRequestMode, SetMessageRequestModeRequestBody
 from rocketmq_wire.codes import SerializeType
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
@@ -362,6 +363,35 @@ class Admin:
         return await groups.delete_subscription_group(
             self.rpc, group, cluster=cluster, broker_addr=broker_addr, remove_offset=remove_offset
         )
+
+    async def set_consume_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode | str,
+        *,
+        pop_share_queue_num: int = 0,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        """PULL or POP for the group's push consumers on ``topic`` (mqadmin ``setConsumeMode``)."""
+        try:
+            chosen = MessageRequestMode(mode.upper() if isinstance(mode, str) else mode)
+        except ValueError:
+            raise AdminError(f"unknown consume mode {mode!r}; choose PULL or POP") from None
+        return await groups.set_consume_mode(
+            self.rpc,
+            topic,
+            group,
+            chosen,
+            pop_share_queue_num=pop_share_queue_num,
+            cluster=cluster,
+            broker_addr=broker_addr,
+        )
+
+    async def consume_modes(self, broker_addr: str) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        """Topic -> group -> consume mode, as one broker holds them."""
+        return await groups.consume_modes(self.rpc, broker_addr)
 
     async def subscription_group_configs(self, group: str) -> list[GroupConfigOnBroker]:
         return await groups.subscription_group_configs(self.rpc, group)

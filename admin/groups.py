@@ -14,18 +14,25 @@ import dataclasses
 import logging
 from collections.abc import Sequence
 
+from admin.brokers import require_broker_version
 from admin.cluster import cluster_brokers, cluster_info, preferred_addr, topic_route
 from admin.consumers import _commit, _consume_stats, _group_brokers, _route_brokers
 from admin.errors import AdminError
 from admin.rpc import AdminRpc, check
 from admin.topics import delete_topic
 from consumer.allocate import sorted_queues, strategy_named
+from rocketmq_wire import features
 from rocketmq_wire.bodies import (
     ConsumeStatsList,
     MessageQueue,
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
     TopicRouteData,
+)
+from rocketmq_wire.bodies.pop import (
+    MessageRequestMode,
+    MessageRequestModeSerializeWrapper,
+    SetMessageRequestModeRequestBody,
 )
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.command import RemotingCommand
@@ -224,3 +231,49 @@ async def allocate_queues(
         raise AdminError(str(exc)) from None
     queues = readable_queues(await topic_route(rpc, topic), topic)
     return {client: allocate("allocateMQ", client, queues, ids) for client in ids}
+
+
+async def set_consume_mode(
+    rpc: AdminRpc,
+    topic: str,
+    group: str,
+    mode: MessageRequestMode,
+    *,
+    pop_share_queue_num: int = 0,
+    cluster: str | None = None,
+    broker_addr: str | None = None,
+) -> list[str]:
+    """Tell brokers how the group's 5.x push consumers read ``topic`` (mqadmin ``setConsumeMode``): PULL
+    from queues of their own, or POP from queues every member shares. Returns the broker addresses written.
+
+    Java's consumers learn it from the broker's answer to their QUERY_ASSIGNMENT at each rebalance, so a
+    change reaches running members within a rebalance interval. A 4.x broker has no such setting and is
+    refused first.
+    """
+    _checked_group(group)
+    if pop_share_queue_num < 0:
+        raise AdminError("pop_share_queue_num must not be negative")
+    targets = await _targets(rpc, cluster, broker_addr, "set the consume mode on")
+    body = SetMessageRequestModeRequestBody(
+        topic=topic, consumer_group=group, mode=mode, pop_share_queue_num=pop_share_queue_num
+    ).to_json()
+    for addr in targets:
+        await require_broker_version(rpc, addr, features.POP_CONSUMPTION, "a consume mode")
+    for addr in targets:
+        request = RemotingCommand.request(RequestCode.SET_MESSAGE_REQUEST_MODE, body=body)
+        check(await rpc.server(addr, request), f"setting the consume mode of group {group!r}", addr)
+    return targets
+
+
+async def consume_modes(
+    rpc: AdminRpc, broker_addr: str
+) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+    """Every consume mode one broker holds, topic -> group -> setting (GET_ALL_MESSAGE_REQUEST_MODE)."""
+    await require_broker_version(rpc, broker_addr, features.POP_CONSUMPTION, "a consume mode")
+    request = RemotingCommand.request(RequestCode.GET_ALL_MESSAGE_REQUEST_MODE)
+    response = check(await rpc.server(broker_addr, request), "reading consume modes", broker_addr)
+    try:
+        wrapper = MessageRequestModeSerializeWrapper.from_json(response.body)
+    except CodecError as exc:
+        raise AdminError(f"unreadable consume modes from {broker_addr}: {exc}") from exc
+    return wrapper.message_request_mode_map

@@ -388,3 +388,95 @@ def allocate(
         emit_json(allocation_json(result))
     else:
         out().print(allocation_table(topic, result))
+
+
+@group_app.command("set-consume-mode")
+@friendly
+def set_consume_mode(
+    group: Group,
+    topic: Annotated[str, typer.Option("--topic", "-t", callback=params.topic_name, help="Topic")],
+    mode: Annotated[
+        str, typer.Option("--mode", "-m", case_sensitive=False, help="PULL (own queues) or POP (shared)")
+    ],
+    pop_share_queue_num: Annotated[
+        int,
+        typer.Option(
+            "--pop-share-queue-num",
+            "-q",
+            min=0,
+            max=params.JAVA_INT_MAX,
+            help="Queues each POP member shares",
+        ),
+    ] = 0,
+    cluster: Cluster = None,
+    broker: Broker = None,
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """How the group's 5.x push consumers read a topic: PULL or POP (mqadmin setConsumeMode)."""
+    _one_target(cluster, broker)
+    chosen = mode.upper()
+    if chosen not in ("PULL", "POP"):
+        raise CliError(f"unknown consume mode {mode!r}; choose PULL or POP")
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    written = with_admin(
+        where,
+        lambda admin: admin.set_consume_mode(
+            topic, group, chosen, pop_share_queue_num=pop_share_queue_num, cluster=cluster, broker_addr=broker
+        ),
+    )
+    if as_json:
+        emit_json(
+            {
+                "topic": topic,
+                "group": group,
+                "mode": chosen,
+                "pop_share_queue_num": pop_share_queue_num,
+                "brokers": written,
+            }
+        )
+        return
+    console = out()
+    for addr in written:
+        console.print(cell(f"set consume mode to {addr} success."))
+    console.print(
+        cell(f"topic[{topic}] group[{group}] consume mode[{chosen}] popShareQueueNum[{pop_share_queue_num}]")
+    )
+
+
+@group_app.command("consume-modes")
+@friendly
+def consume_modes(
+    broker: Annotated[
+        str, typer.Option("--broker", "-b", callback=params.broker_address, help="One broker, host:port")
+    ],
+    namesrv: Namesrv = None,
+    as_json: AsJson = False,
+    access_key: AccessKey = None,
+    secret_key: SecretKey = None,
+    timeout_ms: TimeoutMs = 3000,
+) -> None:
+    """Every group's consume mode on one broker (GET_ALL_MESSAGE_REQUEST_MODE)."""
+    where = target(namesrv, access_key, secret_key, timeout_ms)
+    found = with_admin(where, lambda admin: admin.consume_modes(broker))
+    from cli.group_render import consume_modes_table
+
+    rows = [
+        {
+            "topic": topic,
+            "group": group,
+            "mode": str(setting.mode),
+            "pop_share_queue_num": setting.pop_share_queue_num,
+        }
+        for topic, groups in sorted(found.items())
+        for group, setting in sorted(groups.items())
+    ]
+    if as_json:
+        emit_json(rows)
+        return
+    if not rows:
+        raise CliError(f"no consume mode is set on {broker}")
+    out().print(consume_modes_table(broker, rows))

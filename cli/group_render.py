@@ -4,7 +4,7 @@ every group, a broker's producers, and queue allocations. Server text goes into 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from rich.table import Table
@@ -191,4 +191,16 @@ def allocation_table(topic: str, result: dict[str, list[MessageQueue]]) -> Table
     table = Table("Client", "Queues", title=f"Allocation of {topic}", title_justify="left")
     for client, queues in result.items():
         table.add_row(cell(client), cell(", ".join(f"{q.broker_name}:{q.queue_id}" for q in queues)))
+    return table
+
+
+def consume_modes_table(broker: str, rows: Sequence[Mapping[str, Any]]) -> Table:
+    """Rows of topic, group, mode and shared queue count, as ``rmq group consume-modes`` lists them."""
+    table = Table(title=f"Consume modes on {broker}", title_justify="left")
+    for name in ("Topic", "Group", "Mode", "Pop share queues"):
+        table.add_column(name)
+    for row in rows:
+        table.add_row(
+            cell(row["topic"]), cell(row["group"]), cell(row["mode"]), cell(str(row["pop_share_queue_num"]))
+        )
     return table
