@@ -17,6 +17,7 @@ from consumer.pop_requests import PopResult, PopSpec
 from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
 from rocketmq_wire.bodies.lock import LockBatchResponseBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.pop import MessageQueueAssignment
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
@@ -86,6 +87,15 @@ class BrokerApi:
         )
         response = await self._call(addr, cmd)
         return pop_requests.parse_change_response(response, header, broker_name=handle.broker_name, addr=addr)
+
+    async def query_assignment(
+        self, addr: str, topic: str, *, group: str, client_id: str, strategy_name: str, message_model: str
+    ) -> list[MessageQueueAssignment]:
+        """QUERY_ASSIGNMENT: this member's queues of ``topic`` and their modes, as the broker decides."""
+        cmd = pop_requests.query_assignment_request(
+            topic, group=group, client_id=client_id, strategy_name=strategy_name, message_model=message_model
+        )
+        return pop_requests.parse_assignment_response(await self._call(addr, cmd), addr)
 
     # -- offsets -------------------------------------------------------------------------------------------
 

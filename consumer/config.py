@@ -102,6 +102,16 @@ class ConsumerConfig:
     consume_batch_max_size: int = 1
     #: ``maxReconsumeTimes``; ``None`` is Java's -1: 16 for concurrent consumption, no limit for orderly.
     max_reconsume_times: int | None = None
+    #: ``clientRebalance``: members share the queues among themselves. ``False`` asks the brokers instead
+    #: (QUERY_ASSIGNMENT), which also makes a concurrent push consumer POP where the group's consume mode
+    #: says POP; orderly and broadcasting consumers always share in the client, as in Java.
+    client_rebalance: bool = True
+    #: ``popInvisibleTime``: how long a message a POP queue hands out stays hidden (5 s to 300 s).
+    pop_invisible_time_ms: int = 60_000
+    #: ``popBatchNums``: messages one pop asks for (1 to 32).
+    pop_batch_nums: int = 32
+    #: ``popThresholdForQueue``: a POP queue pauses while more of its messages than this await their ack.
+    pop_threshold_for_queue: int = 96
     #: ``suspendCurrentQueueTimeMillis``: how long an orderly queue pauses after SUSPEND_CURRENT_QUEUE.
     suspend_current_queue_ms: float = 1000
     #: How long a message whose send-back failed waits before it is consumed again locally.
@@ -153,6 +163,12 @@ class ConsumerConfig:
                 raise ValueError(f"{name} must be positive, not {value}")
         if not 1 <= self.pull_batch_size <= 1024:
             raise ValueError("pull_batch_size must be between 1 and 1024")
+        if not 5_000 <= self.pop_invisible_time_ms <= 300_000:
+            raise ValueError("pop_invisible_time_ms must be between 5000 and 300000 (Java's bounds)")
+        if not 1 <= self.pop_batch_nums <= 32:
+            raise ValueError("pop_batch_nums must be between 1 and 32")
+        if self.pop_threshold_for_queue < 1:
+            raise ValueError("pop_threshold_for_queue must be positive")
         if not 1 <= self.consume_batch_max_size <= 1024:
             raise ValueError("consume_batch_max_size must be between 1 and 1024")
         if self.expire_check_interval_ms is not None and self.expire_check_interval_ms <= 0:

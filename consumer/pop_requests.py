@@ -13,7 +13,13 @@ import enum
 from collections.abc import Sequence
 
 from consumer.errors import BrokerError, ConsumerError
-from rocketmq_wire.bodies.pop import BatchAck, BatchAckMessageRequestBody
+from rocketmq_wire.bodies.pop import (
+    BatchAck,
+    BatchAckMessageRequestBody,
+    MessageQueueAssignment,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
+)
 from rocketmq_wire.codes import RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
@@ -248,3 +254,28 @@ def parse_change_response(
         return after_change(request, response.read_header(ChangeInvisibleTimeResponseHeader), broker_name)
     except (CodecError, ValueError) as exc:
         raise ConsumerError(f"broker {addr} sent an unreadable answer to a change: {exc}") from exc
+
+
+def query_assignment_request(
+    topic: str, *, group: str, client_id: str, strategy_name: str, message_model: str
+) -> RemotingCommand:
+    """QUERY_ASSIGNMENT: which queues of ``topic`` this member reads, and whether it pulls or pops them."""
+    body = QueryAssignmentRequestBody(
+        topic=topic,
+        consumer_group=group,
+        client_id=client_id,
+        strategy_name=strategy_name,
+        message_model=message_model,
+    )
+    return RemotingCommand.request(RequestCode.QUERY_ASSIGNMENT, body=body.to_json())
+
+
+def parse_assignment_response(response: RemotingCommand, addr: str) -> list[MessageQueueAssignment]:
+    """The assigned queues (those naming no queue dropped, as Java drops them)."""
+    if response.code != ResponseCode.SUCCESS:
+        raise BrokerError(response.code, response.remark, addr)
+    try:
+        body = QueryAssignmentResponseBody.from_json(response.body)
+    except CodecError as exc:
+        raise ConsumerError(f"broker {addr} sent an unreadable assignment: {exc}") from exc
+    return [a for a in body.message_queue_assignments or [] if a.message_queue is not None]

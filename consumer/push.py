@@ -33,8 +33,10 @@ from consumer.config import AllocateStrategyName, ConsumerConfig
 from consumer.consume_concurrently import ConcurrentConsumeService
 from consumer.consume_orderly import OrderlyConsumeService
 from consumer.core import ConsumerCore, merged_config, parse_message_model
-from consumer.errors import ConsumerError, ConsumerStateError
+from consumer.errors import BrokerVersionError, ConsumerError, ConsumerStateError
 from consumer.listener import ConsumeStatus
+from consumer.pop_queues import PopQueues
+from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN
 from consumer.positioning import consume_from_where, timestamp_ms
 from consumer.process_queue import ProcessQueue
 from consumer.queue_locks import QueueLocks
@@ -43,8 +45,10 @@ from consumer.rebalance import QueueOwner, RebalanceListener, Rebalancer
 from consumer.subscription import tag_filter
 from consumer.trace import traced_handler
 from producer import ProducerConfig, start_trace_dispatcher
+from rocketmq_wire import features
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.pop import MessageQueueAssignment
 from rocketmq_wire.bodies.running_info import (
     PROP_CONSUME_ORDERLY,
     PROP_CONSUMER_START_TIMESTAMP,
@@ -98,6 +102,7 @@ class PushConsumer:
         pull_batch_size: int | None = None,
         enable_msg_trace: bool | None = None,
         trace_topic: str | None = None,
+        client_rebalance: bool | None = None,
     ) -> None:
         settings = merged_config(
             config,
@@ -111,6 +116,7 @@ class PushConsumer:
                 "pull_batch_size": pull_batch_size,
                 "enable_msg_trace": enable_msg_trace,
                 "trace_topic": trace_topic,
+                "client_rebalance": client_rebalance,
             },
         )
         self._core = ConsumerCore(
@@ -146,6 +152,7 @@ class PushConsumer:
         self._paused = False
         self._state = "created"
         self._tracer: TraceDispatcher | None = None
+        self._pop_queues: PopQueues | None = None
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -186,8 +193,22 @@ class PushConsumer:
         self._orderly = orderly
 
     def assignment(self) -> list[MessageQueue]:
-        """The queues this consumer reads now (retry queues included), as the user names their topics."""
-        return sorted_queues(self._core.user_queue(q) for q, r in self._readers.items() if not r.pq.dropped)
+        """The queues this consumer reads now (retry queues included), as the user names their topics;
+        POP queues too (queue id -1: every queue of the topic on that broker)."""
+        pulled = [q for q, r in self._readers.items() if not r.pq.dropped]
+        popped = self._pop_queues.queues() if self._pop_queues is not None else []
+        return sorted_queues(self._core.user_queue(q) for q in [*pulled, *popped])
+
+    @property
+    def broker_rebalance(self) -> bool:
+        """Whether the brokers assign this consumer's queues (and may have it POP): ``client_rebalance``
+        off, and consuming concurrently in clustering mode -- Java's orderly and broadcasting consumers
+        always share in the client."""
+        return (
+            not self._core.config.client_rebalance
+            and not self._orderly
+            and self._core.model == MessageModel.CLUSTERING
+        )
 
     def suspend(self) -> None:
         """Stop pulling (messages already pulled are still handled) until :meth:`resume`."""
@@ -252,6 +273,18 @@ class PushConsumer:
         self._locks = QueueLocks(core.client, core.wire_group)
         self._service = self._make_service()
         self._service.start()
+        await core.refresh_subscribed_routes()
+        if self.broker_rebalance:
+            await self._check_broker_rebalance()
+            self._pop_queues = PopQueues(
+                core,
+                handler=self._wrapped_handler(),
+                paused=lambda: self._paused,
+                init_mode=INIT_MODE_MIN
+                if core.consume_from == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
+                else INIT_MODE_MAX,
+            )
+            self._pop_queues.start()
         self._rebalancer = Rebalancer(
             client=core.client,
             group=core.wire_group,
@@ -262,8 +295,9 @@ class PushConsumer:
                 owned=self._owned, release=self._release, acquire=self._acquire, changed=self._changed
             ),
             listener=self._user_listener,
+            assignment=self._query_assignment if self._pop_queues is not None else None,
+            pop_owner=self._pop_queues.owner() if self._pop_queues is not None else None,
         )
-        await core.refresh_subscribed_routes()
         await self._announce()
         self._stop.clear()
         loop = asyncio.get_running_loop()
@@ -296,6 +330,8 @@ class PushConsumer:
         await asyncio.gather(*self._timers, return_exceptions=True)
         readers = list(self._readers.values())
         await asyncio.gather(*(reader.stop() for reader in readers))
+        if self._pop_queues is not None:
+            await self._pop_queues.stop()
         assert self._service is not None
         await self._service.shutdown(core.config.await_termination_ms)
         owned = [queue for queue, reader in self._readers.items() if not reader.pq.dropped]
@@ -319,6 +355,43 @@ class PushConsumer:
         if self._rebalancer is None:
             raise ConsumerStateError("the consumer is not started")
         await self._rebalancer.rebalance()
+
+    # -- broker-side assignment ----------------------------------------------------------------------------
+
+    async def _check_broker_rebalance(self) -> None:
+        """Refuse at start what a 4.x broker cannot do: it has no QUERY_ASSIGNMENT."""
+        client = self._core.client
+        for topic in self._core.subscriptions.topics():
+            for queue in await client.queues_of(topic) or []:
+                found = client.routes.master_or_any(queue.broker_name or "")
+                if found is not None:
+                    await client.instance.require_broker_version(
+                        found[0],
+                        features.POP_CONSUMPTION,
+                        "a broker-side rebalance (client_rebalance=False)",
+                        error=BrokerVersionError,
+                    )
+
+    async def _query_assignment(self, topic: str) -> list[MessageQueueAssignment] | None:
+        core = self._core
+        addr = core.client.routes.any_broker_of(topic)
+        if addr is None:
+            logger.warning("group %s: no broker known for topic %s", core.wire_group, topic)
+            return None
+        try:
+            return await core.client.api.query_assignment(
+                addr,
+                topic,
+                group=core.wire_group,
+                client_id=core.client.client_id,
+                strategy_name=self._strategy_label,
+                message_model=core.model.value,
+            )
+        except (ConsumerError, RemotingError) as exc:
+            logger.warning(
+                "group %s: broker %s gave no assignment of %s: %s", core.wire_group, addr, topic, exc
+            )
+            return None
 
     # -- queue ownership (rebalance hooks) -----------------------------------------------------------------
 

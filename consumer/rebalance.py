@@ -5,6 +5,11 @@ allocation strategy computes from every queue and every member's client id (aske
 topic). What to do with queues gained and lost is the consumer's business (a push consumer starts and stops
 pulling them, a lite pull consumer its fetchers), so the consumer hands in :class:`QueueOwner` hooks.
 
+A 5.x push consumer may leave the sharing to the brokers instead (Java's ``setClientRebalance(false)``):
+then each round asks a broker of the topic for this member's queues (QUERY_ASSIGNMENT), and the broker says
+for each whether to PULL it, as above, or POP it (the group's consume mode); POP queues go to a second set of
+hooks.
+
 Rounds run every ``rebalance_interval_ms`` and whenever a broker says the group changed
 (NOTIFY_CONSUMER_IDS_CHANGED); only one round runs at a time, and a nudge during a round causes another.
 """
@@ -21,6 +26,7 @@ from consumer.client import ConsumerClient
 from consumer.errors import ConsumerError
 from rocketmq_wire.bodies.heartbeat import MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.pop import MessageQueueAssignment, MessageRequestMode
 from rocketmq_wire.topics import is_retry_topic
 from rocketmq_wire.transport import RemotingError
 
@@ -31,6 +37,8 @@ UNBALANCED_RETRY_MS = 1000
 
 #: ``(topic, every queue of it, the queues this member now owns)``, after a change.
 RebalanceListener = Callable[[str, list[MessageQueue], list[MessageQueue]], None]
+#: This member's queues of a topic as a broker assigns them; ``None`` when no broker could say.
+AssignmentSource = Callable[[str], Awaitable[list[MessageQueueAssignment] | None]]
 
 
 @dataclasses.dataclass(frozen=True, slots=True)
@@ -64,6 +72,8 @@ class Rebalancer:
         topics: Callable[[], Sequence[str]],
         owner: QueueOwner,
         listener: RebalanceListener | None = None,
+        assignment: AssignmentSource | None = None,
+        pop_owner: QueueOwner | None = None,
     ) -> None:
         self._client = client
         self._group = group
@@ -72,6 +82,10 @@ class Rebalancer:
         self._topics = topics
         self._owner = owner
         self._listener = listener
+        self._assignment = assignment
+        self._pop_owner = pop_owner
+        if (assignment is None) != (pop_owner is None):
+            raise ValueError("a broker-side assignment needs hooks for POP queues, and only it does")
         self._wake = asyncio.Event()
         self._round = asyncio.Lock()
         self._stopped = False
@@ -122,7 +136,9 @@ class Rebalancer:
     async def release_all(self, topic: str) -> None:
         """Give up every queue of ``topic`` (it was unsubscribed)."""
         async with self._round:
-            await self._apply(topic, [], [])
+            await self._apply(self._owner, topic, [], [])
+            if self._pop_owner is not None:
+                await self._apply(self._pop_owner, topic, [], [])
 
     async def _rebalance_topic(self, topic: str) -> None:
         queues = await self._client.queues_of(topic)
@@ -131,11 +147,21 @@ class Rebalancer:
                 logger.warning("group %s: topic %s has no route (yet); nothing to read", self._group, topic)
             return
         if self._model == MessageModel.BROADCASTING:
-            await self._apply(topic, queues, queues)
+            await self._apply(self._owner, topic, queues, queues)
+            return
+        if self._assignment is not None and self._pop_owner is not None:
+            assigned = await self._assignment(topic)
+            if assigned is None:
+                self.balanced = False
+                return
+            pull = [a.message_queue for a in assigned if a.message_queue and a.mode != MessageRequestMode.POP]
+            pop = [a.message_queue for a in assigned if a.message_queue and a.mode == MessageRequestMode.POP]
+            await self._apply(self._owner, topic, queues, pull)
+            await self._apply(self._pop_owner, topic, queues, pop)
             return
         mine = await self._allocate(topic, queues)
         if mine is not None:
-            await self._apply(topic, queues, mine)
+            await self._apply(self._owner, topic, queues, mine)
 
     async def _allocate(self, topic: str, queues: list[MessageQueue]) -> list[MessageQueue] | None:
         addr = self._client.routes.any_broker_of(topic)
@@ -155,8 +181,9 @@ class Rebalancer:
             return None
         return sorted_queues(set(chosen))
 
-    async def _apply(self, topic: str, all_queues: list[MessageQueue], mine: list[MessageQueue]) -> None:
-        owner = self._owner
+    async def _apply(
+        self, owner: QueueOwner, topic: str, all_queues: list[MessageQueue], mine: list[MessageQueue]
+    ) -> None:
         wanted = set(mine)
         current = owner.owned(topic)
         changed = False

@@ -23,10 +23,8 @@ CHANGE_MESSAGE_INVISIBLETIME), which Apache brokers serve from 5.0; a 4.x broker
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
-import time
 from collections.abc import Iterable, Sequence
 from types import TracebackType
 from typing import Self
@@ -34,19 +32,15 @@ from typing import Self
 from consumer.config import ConsumerConfig
 from consumer.core import ConsumerCore, merged_config
 from consumer.errors import (
-    BrokerNotFoundError,
-    BrokerVersionError,
     ConsumerError,
     ConsumerStateError,
 )
-from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN, PopSpec, PopStatus, receipt_handle
+from consumer.pop_client import PopClient
+from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN, receipt_handle
 from consumer.positioning import consume_from_where
-from rocketmq_wire import features
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
-from rocketmq_wire.bodies.route import MASTER_ID
-from rocketmq_wire.message import MessageExt, encode_properties
-from rocketmq_wire.message import const as props
-from rocketmq_wire.pop_extra import ExtraInfo
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import without_namespace
 from rocketmq_wire.transport import RemotingError
 
@@ -56,14 +50,6 @@ logger = logging.getLogger("consumer.simple")
 MAX_MESSAGES_PER_RECEIVE = 32
 #: A group's default ``retryMaxTimes`` is 16: 17 deliveries in all.
 DEFAULT_MAX_DELIVERY_ATTEMPTS = 17
-
-
-@dataclasses.dataclass(frozen=True, slots=True)
-class _Target:
-    """Where one receive pops: a subscribed topic (wire name) on one broker."""
-
-    topic: str
-    broker_name: str
 
 
 class SimpleConsumer:
@@ -170,6 +156,7 @@ class SimpleConsumer:
         self._state = "starting"
         core = self._core
         await core.open({}, core.subscriptions.topics)
+        self._pop_client = PopClient(core, init_mode=self._init_mode)
         try:
             await core.refresh_subscribed_routes()
             await core.client.heartbeat_all()
@@ -232,98 +219,53 @@ class SimpleConsumer:
                     return found
         return await self._pop(targets[first], max_messages, invisible_ms, round(wait * 1000))
 
-    async def _targets(self) -> list[_Target]:
+    async def _targets(self) -> list[MessageQueue]:
+        """Each subscribed topic on each of its brokers, as a queue with id -1 (every queue there)."""
         core = self._core
         targets = []
         for topic in core.subscriptions.topics():
             queues = await core.client.queues_of(topic) or []
             for broker_name in sorted({q.broker_name or "" for q in queues}):
-                targets.append(_Target(topic, broker_name))
+                targets.append(MessageQueue(topic=topic, broker_name=broker_name, queue_id=-1))
         return targets
 
-    async def _master(self, target: _Target) -> str:
-        """The master of the target's broker: POP state lives there only. Checks its release once."""
-        client = self._core.client
-        addr = client.routes.address(target.broker_name, MASTER_ID)
-        if addr is None:
-            await client.routes.refresh(target.topic)
-            addr = client.routes.address(target.broker_name, MASTER_ID)
-        if addr is None:
-            raise BrokerNotFoundError(f"broker {target.broker_name} has no master known now")
-        await client.instance.require_broker_version(
-            addr, features.POP_CONSUMPTION, "POP consumption", error=BrokerVersionError
-        )
-        return addr
-
     async def _pop(
-        self, target: _Target, max_messages: int, invisible_ms: int, poll_ms: int
+        self, target: MessageQueue, max_messages: int, invisible_ms: int, poll_ms: int
     ) -> list[MessageExt]:
-        core = self._core
-        subscription = core.subscriptions.get(target.topic)
-        if subscription is None:  # unsubscribed meanwhile
-            return []
-        addr = await self._master(target)
-        spec = PopSpec(
-            group=core.wire_group,
-            topic=target.topic,
-            broker_name=target.broker_name,
-            max_nums=max_messages,
-            invisible_time_ms=invisible_ms,
-            poll_time_ms=poll_ms,
-            init_mode=self._init_mode,
-            expression_type=subscription.expression_type,
-            expression=subscription.sub_string,
+        pops = self._pops()
+        addr, result = await pops.pop(
+            target, max_nums=max_messages, invisible_ms=invisible_ms, poll_ms=poll_ms
         )
-        started = time.monotonic()
-        result = await core.client.api.pop(
-            addr, spec, now_ms=time.time_ns() // 1_000_000, shown_topic=target.topic
-        )
-        if result.status is PopStatus.POLLING_FULL:
-            logger.info(
-                "broker %s holds too many long polls; group %s asks again later", addr, core.wire_group
-            )
-        if not result.messages:
-            return []
-        core.stats.pulled(target.topic, (time.monotonic() - started) * 1000, len(result.messages))
         kept = []
         for message in result.messages:
-            if message.reconsume_times >= self.max_delivery_attempts:
-                await self._to_dead_letters(addr, target, message)
-            else:
+            if message.reconsume_times < self.max_delivery_attempts:
                 kept.append(message)
-        return core.user_messages(kept)
-
-    async def _to_dead_letters(self, addr: str, target: _Target, message: MessageExt) -> None:
-        """A message delivered ``max_delivery_attempts`` times: into the group's DLQ, then acknowledged (as
-        Apache's proxy does). If the broker refuses, it reappears and the next receive tries again."""
-        core = self._core
-        handle = receipt_handle(message)
-        original = dataclasses.replace(message, topic=handle.real_topic(target.topic, core.wire_group))
-        try:
-            await core.client.api.send_back(
-                addr,
-                original,
-                group=core.wire_group,
-                delay_level=-1,
-                max_reconsume_times=0,
-                broker_name=target.broker_name,
-            )
-            await core.client.api.ack(addr, handle, group=core.wire_group, topic=target.topic)
-        except (ConsumerError, RemotingError) as exc:
-            logger.warning(
-                "group %s: message %s (%d deliveries) not moved to the dead-letter topic: %s",
-                core.wire_group,
+                continue
+            # Delivered max_delivery_attempts times: to the DLQ. If the broker refuses, the message
+            # reappears and a later receive tries again.
+            try:
+                await pops.to_dead_letters(addr, message)
+            except (ConsumerError, RemotingError) as exc:
+                logger.warning(
+                    "group %s: message %s (%d deliveries) not moved to the dead-letter topic: %s",
+                    self._core.wire_group,
+                    message.msg_id,
+                    message.reconsume_times,
+                    exc,
+                )
+                continue
+            logger.info(
+                "group %s: message %s moved to the dead-letter topic after %d deliveries",
+                self._core.wire_group,
                 message.msg_id,
                 message.reconsume_times,
-                exc,
             )
-            return
-        logger.info(
-            "group %s: message %s moved to the dead-letter topic after %d deliveries",
-            core.wire_group,
-            message.msg_id,
-            message.reconsume_times,
-        )
+        return kept
+
+    def _pops(self) -> PopClient:
+        if self._pop_client is None:
+            raise ConsumerStateError("the consumer is not started")
+        return self._pop_client
 
     # -- acknowledging -------------------------------------------------------------------------------------
 
@@ -338,55 +280,16 @@ class SimpleConsumer:
         """
         self._check_running()
         batch = [messages] if isinstance(messages, MessageExt) else list(messages)
-        by_broker: dict[str, list[tuple[MessageExt, ExtraInfo]]] = {}
         for message in batch:
-            handle = receipt_handle(message)
-            by_broker.setdefault(handle.broker_name, []).append((message, handle))
-        failures: list[BaseException] = []
-        for broker_name, entries in by_broker.items():
-            try:
-                await self._ack_on(broker_name, entries)
-            except (ConsumerError, RemotingError) as exc:
-                failures.append(exc)
-        if failures:
-            if len(failures) == 1:
-                raise failures[0]
-            raise ConsumerError("; ".join(str(f) for f in failures))
-
-    async def _ack_on(self, broker_name: str, entries: list[tuple[MessageExt, ExtraInfo]]) -> None:
-        core = self._core
-        topic = core.wire_topic(entries[0][0].topic)
-        addr = await self._master(_Target(topic, broker_name))
-        group = core.wire_group
-        api = core.client.api
-        by_topic: dict[str, list[ExtraInfo]] = {}
-        for message, handle in entries:
-            by_topic.setdefault(core.wire_topic(message.topic), []).append(handle)
-        batch = len(entries) > 1 and await core.client.instance.broker_version(addr) >= features.BATCH_ACK
-        for wire_topic, handles in by_topic.items():
-            if batch and len(handles) > 1:
-                await api.batch_ack(addr, handles, group=group, topic=wire_topic)
-                continue
-            for handle in handles:
-                await api.ack(addr, handle, group=group, topic=wire_topic)
+            receipt_handle(message)  # every message is checked before any ack is sent
+        await self._pops().ack(batch)
 
     async def change_invisible_duration(self, message: MessageExt, invisible_duration: float) -> None:
         """Hide ``message`` for ``invisible_duration`` seconds from now (0: let the group have it again at
         once). The message gets a new receipt handle, used by a later :meth:`ack`."""
         self._check_running()
         _check_duration("invisible_duration", invisible_duration, minimum=0)
-        handle = receipt_handle(message)
-        core = self._core
-        topic = core.wire_topic(message.topic)
-        addr = await self._master(_Target(topic, handle.broker_name))
-        renewed = await core.client.api.change_invisible_time(
-            addr,
-            handle,
-            group=core.wire_group,
-            topic=topic,
-            invisible_time_ms=round(invisible_duration * 1000),
-        )
-        message.append_properties(encode_properties({props.POP_CK: renewed.text()}))
+        await self._pops().change_invisible_time(message, round(invisible_duration * 1000))
 
 
 def _check_duration(name: str, seconds: float, *, minimum: float) -> None:

@@ -44,8 +44,11 @@ from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.pop import (
     BatchAck,
     BatchAckMessageRequestBody,
+    MessageQueueAssignment,
     MessageRequestMode,
     MessageRequestModeSerializeWrapper,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
     SetMessageRequestModeRequestBody,
 )
 from rocketmq_wire.bodies.properties_text import PropertiesBody
@@ -130,6 +133,7 @@ __all__ = [
     "LogicQueueMappingItem",
     "MessageModel",
     "MessageQueue",
+    "MessageQueueAssignment",
     "MessageRequestMode",
     "MessageRequestModeSerializeWrapper",
     "OffsetSerializeWrapper",
@@ -144,6 +148,8 @@ __all__ = [
     "ProducerInfo",
     "ProducerTableInfo",
     "PropertiesBody",
+    "QueryAssignmentRequestBody",
+    "QueryAssignmentResponseBody",
     "QueryConsumeQueueResponseBody",
     "QueueData",
     "RegisterBrokerBody",

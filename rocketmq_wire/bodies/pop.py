@@ -11,6 +11,7 @@ SET_MESSAGE_REQUEST_MODE (mqadmin ``setConsumeMode``) sends a :class:`SetMessage
 to a broker; the broker then tells the group's 5.x clients, when they ask for their assignment, to POP
 (sharing each queue among ``popShareQueueNum`` + 1 clients) or PULL. GET_ALL_MESSAGE_REQUEST_MODE (a slave
 copying its master) answers with every setting, :class:`MessageRequestModeSerializeWrapper`.
+QUERY_ASSIGNMENT (:class:`QueryAssignmentRequestBody`) is how a member learns its queues and their modes.
 """
 
 from __future__ import annotations
@@ -33,7 +34,15 @@ from rocketmq_wire.bodies.base import (
     to_required_string,
     write_map,
 )
-from rocketmq_wire.bodies.java_collections import CONCURRENT_HASH_MAP, JavaMap, read_map, string_hash
+from rocketmq_wire.bodies.heartbeat import MESSAGE_MODEL_ORDINALS
+from rocketmq_wire.bodies.java_collections import (
+    CONCURRENT_HASH_MAP,
+    HASH_MAP,
+    JavaMap,
+    read_map,
+    string_hash,
+)
+from rocketmq_wire.bodies.message_queue import MessageQueue, read_message_queue
 from rocketmq_wire.errors import CodecError
 
 
@@ -228,4 +237,92 @@ class MessageRequestModeSerializeWrapper(JsonBody):
             message_request_mode_map={}
             if entries is None
             else read_map(entries, string_hash, CONCURRENT_HASH_MAP)
+        )
+
+
+@dataclasses.dataclass(kw_only=True)
+class QueryAssignmentRequestBody(JsonBody):
+    """QUERY_ASSIGNMENT: a member asks a broker which queues of a topic it reads, and how (PULL or POP).
+
+    Java's push consumer sends it at each rebalance once told to leave the balancing to the broker
+    (``setClientRebalance(false)``); the broker answers from the group's consume mode.
+    """
+
+    topic: str | None = None
+    consumer_group: str | None = None
+    client_id: str | None = None
+    strategy_name: str | None = None
+    message_model: str | None = None
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(
+            topic=self.topic,
+            consumerGroup=self.consumer_group,
+            clientId=self.client_id,
+            strategyName=self.strategy_name,
+            messageModel=self.message_model,
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        return cls(
+            topic=obj.get_str("topic"),
+            consumer_group=obj.get_str("consumerGroup"),
+            client_id=obj.get_str("clientId"),
+            strategy_name=obj.get_str("strategyName"),
+            message_model=obj.get_enum("messageModel", MESSAGE_MODEL_ORDINALS),
+        )
+
+
+@dataclasses.dataclass(kw_only=True)
+class MessageQueueAssignment:
+    """One queue of an assignment and how to read it. A POP queue with queue id -1 stands for every queue
+    of the topic on that broker (what a broker hands out when the group shares all its queues)."""
+
+    message_queue: MessageQueue | None = None
+    mode: MessageRequestMode = MessageRequestMode.PULL
+    attachments: dict[str, str] | None = None
+
+    def to_bean(self) -> fastjson.Bean:
+        return bean(
+            messageQueue=None if self.message_queue is None else self.message_queue.to_bean(),
+            mode=str(self.mode),
+            attachments=None
+            if self.attachments is None
+            else write_map(self.attachments, string_hash, HASH_MAP, str, str),
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        queue = obj.get_raw("messageQueue")
+        mode = obj.get_enum("mode", MESSAGE_REQUEST_MODE_ORDINALS, MessageRequestMode.PULL)
+        if mode is not None and mode not in MessageRequestMode.__members__:
+            raise CodecError(f"{obj.path}.mode: {mode!r} is not PULL or POP")
+        attachments = obj.get_map("attachments")
+        return cls(
+            message_queue=None if queue is None else read_message_queue(queue, f"{obj.path}.messageQueue"),
+            mode=MessageRequestMode(mode or MessageRequestMode.PULL),
+            attachments=None if attachments is None else {str(k): str(v) for k, v in attachments.items()},
+        )
+
+
+@dataclasses.dataclass(kw_only=True)
+class QueryAssignmentResponseBody(JsonBody):
+    """The answer to QUERY_ASSIGNMENT: the member's queues, each with its mode (a Java ``Set``)."""
+
+    message_queue_assignments: list[MessageQueueAssignment] | None = None
+
+    def to_bean(self) -> fastjson.Bean:
+        assignments = self.message_queue_assignments
+        return bean(
+            messageQueueAssignments=None if assignments is None else [a.to_bean() for a in assignments]
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        return cls(
+            message_queue_assignments=obj.items_of(
+                "messageQueueAssignments",
+                lambda value, path: MessageQueueAssignment.from_object(object_fields(value, path)),
+            )
         )

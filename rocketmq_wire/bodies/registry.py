@@ -34,6 +34,8 @@ from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBod
 from rocketmq_wire.bodies.pop import (
     BatchAckMessageRequestBody,
     MessageRequestModeSerializeWrapper,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
     SetMessageRequestModeRequestBody,
 )
 from rocketmq_wire.bodies.properties_text import PropertiesBody
@@ -109,6 +111,7 @@ REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         RequestCode.AUTH_UPDATE_ACL: AclInfo,
         RequestCode.SET_MESSAGE_REQUEST_MODE: SetMessageRequestModeRequestBody,
         RequestCode.BATCH_ACK_MESSAGE: BatchAckMessageRequestBody,
+        RequestCode.QUERY_ASSIGNMENT: QueryAssignmentRequestBody,
     }
 )
 
@@ -148,6 +151,7 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         RequestCode.AUTH_GET_ACL: AclInfo,
         RequestCode.AUTH_LIST_ACL: AclInfoList,  # a JSON array
         RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: MessageRequestModeSerializeWrapper,
+        RequestCode.QUERY_ASSIGNMENT: QueryAssignmentResponseBody,
     }
 )
 

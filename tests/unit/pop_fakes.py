@@ -12,7 +12,14 @@ import asyncio
 import dataclasses
 import time
 
-from rocketmq_wire.bodies.pop import BatchAckMessageRequestBody
+from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.pop import (
+    BatchAckMessageRequestBody,
+    MessageQueueAssignment,
+    MessageRequestMode,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
+)
 from rocketmq_wire.codes import MQVersion, RequestCode, ResponseCode
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.headers.pop import (
@@ -25,7 +32,7 @@ from rocketmq_wire.headers.pop import (
 from rocketmq_wire.message import MessageExt, encode_stored_message
 from rocketmq_wire.pop_extra import ExtraInfo, build_offset_info, pop_retry_topic, real_topic
 from rocketmq_wire.transport import Connection
-from tests.unit.consumer_fakes import FakeBroker, FakeCluster
+from tests.unit.consumer_fakes import BROKER_NAME, FakeBroker, FakeCluster
 
 V5 = MQVersion.value_of("V5_3_3")
 #: Longest a fake long poll holds a request (tests ask for less).
@@ -46,9 +53,15 @@ class InFlight:
 class FakePopBroker(FakeBroker):
     """:class:`FakeBroker` plus POP. ``acks`` records (topic, queue id, offset) of every ack that took."""
 
-    def __init__(self, version: int = V5) -> None:
+    def __init__(self, version: int = V5, *, invisible_scale: float = 1.0) -> None:
         super().__init__()
         self.answer_version = version
+        #: Invisible times asked for are applied scaled by this (tests need not wait 10 s).
+        self.invisible_scale = invisible_scale
+        #: Topic -> the mode QUERY_ASSIGNMENT answers (POP: queue -1 of this broker; PULL: every queue).
+        self.modes: dict[str, MessageRequestMode] = {}
+        self.assignment_queries: list[QueryAssignmentRequestBody] = []
+        self.changes: list[ChangeInvisibleTimeRequestHeader] = []
         self.next_pop: dict[tuple[str, str, int], int] = {}
         self.in_flight: dict[tuple[str, str, int, int], InFlight] = {}
         self.acks: list[tuple[str, int, int]] = []
@@ -58,6 +71,7 @@ class FakePopBroker(FakeBroker):
         self.register(RequestCode.ACK_MESSAGE, self._ack)
         self.register(RequestCode.BATCH_ACK_MESSAGE, self._batch_ack)
         self.register(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, self._change)
+        self.register(RequestCode.QUERY_ASSIGNMENT, self._query_assignment)
 
     def queue_ids(self, topic: str) -> list[int]:
         return sorted(q for t, q in self.messages if t == topic)
@@ -124,7 +138,9 @@ class FakePopBroker(FakeBroker):
         for message in found:
             per_queue.setdefault((message.topic, message.queue_id), []).append(message.queue_offset)
             key = (header.consumer_group or "", message.topic, message.queue_id, message.queue_offset)
-            self.in_flight[key] = InFlight(message, pop_time, pop_time + invisible)
+            self.in_flight[key] = InFlight(
+                message, pop_time, pop_time + round(invisible * self.invisible_scale)
+            )
         answer.start_offset_info = build_offset_info((t, q, offs[0]) for (t, q), offs in per_queue.items())
         answer.msg_offset_info = build_offset_info((t, q, offs) for (t, q), offs in per_queue.items())
         body = b"".join(encode_stored_message(m) for m in found)
@@ -160,23 +176,38 @@ class FakePopBroker(FakeBroker):
 
     async def _change(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
         header = request.read_header(ChangeInvisibleTimeRequestHeader)
+        self.changes.append(header)
         key = (header.consumer_group or "", header.topic or "", header.queue_id or 0, header.offset or 0)
         entry = self.in_flight.get(key)
         handle = ExtraInfo.parse(header.extra_info or "")
         if entry is None or entry.pop_time != handle.pop_time:
             return request.make_response(ResponseCode.NO_MESSAGE, "no such checkpoint")
         entry.pop_time = _now_ms()
-        entry.visible_at = entry.pop_time + (header.invisible_time or 0)
+        entry.visible_at = entry.pop_time + round((header.invisible_time or 0) * self.invisible_scale)
         answer = ChangeInvisibleTimeResponseHeader(
             invisible_time=header.invisible_time, pop_time=entry.pop_time, revive_qid=0
         )
         await self._notify()
         return request.make_response(header=answer)
 
+    async def _query_assignment(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        body = QueryAssignmentRequestBody.from_json(request.body)
+        self.assignment_queries.append(body)
+        await self._notify()
+        topic = body.topic or ""
+        mode = self.modes.get(topic, MessageRequestMode.PULL)
+        queue_ids = [-1] if mode == MessageRequestMode.POP else self.queue_ids(topic)
+        assigned = [
+            MessageQueueAssignment(message_queue=MessageQueue(topic, BROKER_NAME, q), mode=mode)
+            for q in queue_ids
+        ]
+        answer = QueryAssignmentResponseBody(message_queue_assignments=assigned)
+        return request.make_response(body=answer.to_json())
+
 
 class FakePopCluster(FakeCluster):
     """A FakeNameServer and a :class:`FakePopBroker`."""
 
-    def __init__(self, version: int = V5) -> None:
+    def __init__(self, version: int = V5, *, invisible_scale: float = 1.0) -> None:
         super().__init__()
-        self.broker: FakePopBroker = FakePopBroker(version)
+        self.broker: FakePopBroker = FakePopBroker(version, invisible_scale=invisible_scale)

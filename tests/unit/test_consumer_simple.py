@@ -1,15 +1,27 @@
-"""The simple (POP) consumer against a fake 5.x broker: receive, ack, batch ack, change of invisible time,
-redelivery through the group's POP retry topic, the dead-letter move, long polling, refusals."""
+"""The POP consumers against a fake 5.x broker. The simple consumer: receive, ack, batch ack, change of
+invisible time, redelivery through the group's POP retry topic, the dead-letter move, long polling, refusals.
+The push consumer with ``client_rebalance=False``: it pops what the broker assigns as POP, pulls what it
+assigns as PULL, hides refused messages for the next POP delay level; orderly ones keep sharing in the client;
+a 4.x broker is refused at start."""
 
 from __future__ import annotations
 
 import asyncio
+from typing import Any
 
 import pytest
 
-from consumer import BrokerVersionError, SimpleConsumer
+from consumer import (
+    BrokerVersionError,
+    ConsumeConcurrentlyContext,
+    ConsumerConfig,
+    ConsumeStatus,
+    MessageQueue,
+    PushConsumer,
+    SimpleConsumer,
+)
 from consumer.pop_requests import batch_ack_request, receipt_handle
-from rocketmq_wire.bodies.pop import BatchAckMessageRequestBody
+from rocketmq_wire.bodies.pop import BatchAckMessageRequestBody, MessageRequestMode
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message import const as props
@@ -191,3 +203,96 @@ def test_a_batch_ack_has_one_entry_per_checkpoint_and_a_bit_per_message() -> Non
         ("1", 3, 4, 1, (0,)),
     ]
     assert all((a.consumer_group, a.topic, a.revive_queue_id) == (GROUP, TOPIC, 2) for a in body.acks or [])
+
+
+# -- the push consumer in POP mode ---------------------------------------------------------------------------
+
+
+def _push(cluster: FakePopCluster, handler: Any, *, orderly: bool = False) -> PushConsumer:
+    consumer = PushConsumer(
+        GROUP,
+        cluster.namesrv.address,
+        consume_from="FIRST_OFFSET",
+        client_rebalance=False,
+        config=ConsumerConfig(pop_invisible_time_ms=5_000, rebalance_interval_ms=500),
+    )
+    consumer.subscribe(TOPIC)
+    consumer.register_listener(handler, orderly=orderly)
+    return consumer
+
+
+async def test_a_push_consumer_pops_where_the_broker_assigns_pop_and_retries_by_hiding() -> None:
+    async with FakePopCluster(invisible_scale=0.01) as cluster:
+        cluster.topic(TOPIC, queues=2)
+        cluster.broker.modes[TOPIC] = MessageRequestMode.POP
+        cluster.broker.add_messages(TOPIC, 0, [b"m0", b"refused"])
+        cluster.broker.add_messages(TOPIC, 1, [b"m1"])
+        seen: list[tuple[bytes, int]] = []
+        done = asyncio.Event()
+
+        async def handle(messages: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeStatus:
+            (message,) = messages
+            seen.append((message.body, message.reconsume_times))
+            if message.body == b"refused" and message.reconsume_times == 0:
+                return ConsumeStatus.RECONSUME_LATER
+            if len(seen) == 4:
+                done.set()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        async with _push(cluster, handle) as consumer:
+            async with asyncio.timeout(10):
+                await done.wait()
+            assert MessageQueue(TOPIC, "broker-a", -1) in consumer.assignment()
+        assert sorted(seen) == [(b"m0", 0), (b"m1", 0), (b"refused", 0), (b"refused", 1)]
+        # The refusal hid the message for the first POP delay level, 10 s (the fake shortened it).
+        (change,) = cluster.broker.changes
+        assert change.invisible_time == 10_000 and change.topic == TOPIC and change.offset == 1
+        assert sorted(cluster.broker.acks) == sorted(
+            [(TOPIC, 0, 0), (TOPIC, 1, 0), (pop_retry_topic(TOPIC, GROUP), 0, 0)]
+        )
+        query = cluster.broker.assignment_queries[0]
+        assert (query.consumer_group, query.strategy_name, query.message_model) == (
+            GROUP,
+            "AVG",
+            "CLUSTERING",
+        )
+        header = cluster.broker.pop_headers[0]
+        assert (header.invisible_time, header.max_msg_nums, header.poll_time) == (5_000, 32, 15_000)
+
+
+async def test_a_push_consumer_told_to_pull_pulls_and_an_orderly_one_never_asks() -> None:
+    async with FakePopCluster() as cluster:
+        cluster.topic(TOPIC)
+        cluster.broker.add_messages(TOPIC, 0, [b"pulled"])
+        got = asyncio.Event()
+
+        async def handle(messages: list[MessageExt], context: Any) -> ConsumeStatus:
+            got.set()
+            return ConsumeStatus.CONSUME_SUCCESS if not context_is_orderly(context) else ConsumeStatus.SUCCESS
+
+        def context_is_orderly(context: Any) -> bool:
+            return not isinstance(context, ConsumeConcurrentlyContext)
+
+        async with _push(cluster, handle):
+            async with asyncio.timeout(10):
+                await got.wait()
+        assert cluster.broker.pulls and not cluster.broker.pop_headers  # PULL assigned: pulled
+        assert cluster.broker.assignment_queries
+        queries = len(cluster.broker.assignment_queries)
+        got.clear()
+        async with _push(cluster, handle, orderly=True):
+            await asyncio.sleep(0.6)
+        assert len(cluster.broker.assignment_queries) == queries  # orderly: shares in the client, as Java
+
+
+async def test_a_broker_side_rebalance_on_a_4x_broker_is_refused_at_start() -> None:
+    async with FakePopCluster(MQVersion.value_of("V4_9_7")) as cluster:
+        cluster.topic(TOPIC)
+
+        async def handle(messages: list[MessageExt], context: Any) -> ConsumeStatus:
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = _push(cluster, handle)
+        with pytest.raises(BrokerVersionError, match=r"broker-side rebalance .* needs a V5_0_0 .* V4_9_7"):
+            await consumer.start()
+        assert not cluster.broker.assignment_queries
