@@ -40,9 +40,11 @@ from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN, receipt_handle
 from consumer.positioning import consume_from_where
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.codes import RequestCode
+from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import without_namespace
-from rocketmq_wire.transport import RemotingError
+from rocketmq_wire.transport import Connection, RemotingError
 
 logger = logging.getLogger("consumer.simple")
 
@@ -155,7 +157,8 @@ class SimpleConsumer:
             raise ConsumerStateError(f"the consumer was already started ({self._state})")
         self._state = "starting"
         core = self._core
-        await core.open({}, core.subscriptions.topics)
+        # Brokers tell every member when the group changes; a simple consumer owns no queue to rebalance.
+        await core.open({RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: _ignored}, core.subscriptions.topics)
         self._pop_client = PopClient(core, init_mode=self._init_mode)
         try:
             await core.refresh_subscribed_routes()
@@ -290,6 +293,10 @@ class SimpleConsumer:
         self._check_running()
         _check_duration("invisible_duration", invisible_duration, minimum=0)
         await self._pops().change_invisible_time(message, round(invisible_duration * 1000))
+
+
+async def _ignored(request: RemotingCommand, conn: Connection) -> None:
+    return None
 
 
 def _check_duration(name: str, seconds: float, *, minimum: float) -> None:

@@ -1,13 +1,16 @@
-"""The project's POP consumer (:class:`consumer.SimpleConsumer`) on Apache's 5.x brokers, sharing a group
-with Apache's Java push consumer in POP mode; and the clear refusal a 4.x broker gets.
+"""The project's POP consumers (:class:`consumer.SimpleConsumer`, and :class:`consumer.PushConsumer` in POP
+mode) on Apache's 5.x brokers, sharing a group with Apache's Java push consumer in POP mode; and the clear
+refusal a 4.x broker gets.
 
 One group is switched to POP with the project's admin (``Admin.set_consume_mode``, what mqadmin's
-``setConsumeMode`` does) and read back (GET_ALL_MESSAGE_REQUEST_MODE). The project's consumer receives first
-and leaves a few messages unacknowledged; then Apache's push consumer joins, pops from the same queues, and
-the project's consumer goes on. In the end every message was acknowledged, none was delivered to both
-members unless the project's consumer had let its invisible time run out, and each of those came back one
-delivery later. A second group shows the retry limit: a message never acknowledged is delivered
-``max_delivery_attempts`` times, then moved to the group's dead-letter topic, where Apache's broker has it.
+``setConsumeMode`` does) and read back (GET_ALL_MESSAGE_REQUEST_MODE). The project's simple consumer
+receives first and leaves a few messages unacknowledged; then Apache's push consumer joins, and the
+project's push consumer with ``client_rebalance=False`` (assigned POP by the broker, as Java's is), which
+refuses its first delivery once. All three pop from the same queues. In the end every message was
+acknowledged by one member, none was delivered to two unless its invisible time ran out (left unacked, or
+refused), and each of those came back one delivery later. A second group shows the retry limit: a message
+never acknowledged is delivered ``max_delivery_attempts`` times, then moved to the group's dead-letter
+topic, where Apache's broker has it.
 """
 
 from __future__ import annotations
@@ -19,7 +22,13 @@ from typing import Any
 import pytest
 
 from admin import Admin
-from consumer import BrokerVersionError, SimpleConsumer
+from consumer import (
+    BrokerVersionError,
+    ConsumeConcurrentlyContext,
+    ConsumeStatus,
+    PushConsumer,
+    SimpleConsumer,
+)
 from producer import Message, Producer
 from rocketmq_wire.bodies.pop import MessageRequestMode
 from rocketmq_wire.message import MessageExt
@@ -43,7 +52,10 @@ POP_SETUPS = [s for s in PROVIDERS if s.family == "binaries" and _version(s.rele
 OLD_SETUPS = [s for s in PROVIDERS if s.family == "binaries" and (4,) <= _version(s.release) < (5,)]
 
 FIRST_BATCH = 20
-SECOND_BATCH = 40
+#: Messages sent at a time once every member is there, until each had a share.
+ROUND = 10
+#: Java's push consumer runs until killed: it is given a count it never reaches.
+EXPECTED_MAX = 10_000
 #: What the project's consumer receives before Java's joins, and how many of those it leaves unacknowledged.
 RECEIVED_ALONE = 10
 LEFT_UNACKED = 3
@@ -87,8 +99,24 @@ async def test_the_projects_pop_consumer_shares_a_group_with_javas(
                 topic,
                 group,
             )
-    expected = {f"pop {i}".encode() for i in range(FIRST_BATCH + SECOND_BATCH)}
     await _send(cluster.namesrv, topic, 0, FIRST_BATCH)
+    push_delivered: list[tuple[bytes, int]] = []
+    refused: set[bytes] = set()
+
+    async def push_handler(messages: list[MessageExt], context: ConsumeConcurrentlyContext) -> ConsumeStatus:
+        for message in messages:
+            push_delivered.append((message.body, message.reconsume_times))
+        if not refused and messages[0].reconsume_times == 0:
+            refused.add(messages[0].body)  # hidden for the first POP delay level (10 s), then back
+            return ConsumeStatus.RECONSUME_LATER
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    def push_acked() -> set[bytes]:
+        counted: set[bytes] = set()
+        for body, times in push_delivered:
+            if body not in refused or times >= 1:
+                counted.add(body)
+        return counted
 
     ours_received: list[MessageExt] = []
     ours_acked: dict[bytes, MessageExt] = {}
@@ -124,33 +152,62 @@ async def test_the_projects_pop_consumer_shares_a_group_with_javas(
         events: list[dict[str, Any]] = []
         extra = ["--server-rebalance", "--from", "first"]
         with java.start_push_consumer(
-            cluster.namesrv, group, topic, len(expected), extra=extra, timeout=DEADLINE_S + 30
+            cluster.namesrv, group, topic, EXPECTED_MAX, extra=extra, timeout=DEADLINE_S + 30
         ) as peer:
             peer.wait_for("ready", timeout=60)
-            await _send(cluster.namesrv, topic, FIRST_BATCH, SECOND_BATCH)
-            # Java's member takes its share first, then both go on until every message is acknowledged.
-            while time.monotonic() < deadline:
-                events += await asyncio.to_thread(lambda: list(peer.events(0.5)))
-                java_acked = {m.body for m in _java_acknowledged(events)}
-                if java_acked and (java_acked | set(ours_acked)) >= expected:
-                    break
-                if java_acked:
+
+            async def java_acked() -> set[bytes]:
+                events.extend(await asyncio.to_thread(lambda: list(peer.events(0.5))))
+                return {m.body for m in _java_acknowledged(events)}
+
+            while not await java_acked() and time.monotonic() < deadline:
+                pass  # Java's member takes its share of the first batch first
+            push = PushConsumer(group, cluster.namesrv, consume_from="FIRST_OFFSET", client_rebalance=False)
+            push.subscribe(topic)
+            push.register_listener(push_handler)
+            async with push:
+                while not any(q.queue_id == -1 for q in push.assignment()) and time.monotonic() < deadline:
+                    await asyncio.sleep(0.2)
+                assert {q.topic for q in push.assignment() if q.queue_id == -1} == {topic}, "assigned as POP"
+                # Rounds of messages until the project's push consumer had some too; then all three go on
+                # until every message is acknowledged.
+                sent = FIRST_BATCH
+                while (not push_delivered or sent == FIRST_BATCH) and time.monotonic() < deadline:
+                    await _send(cluster.namesrv, topic, sent, ROUND)
+                    sent += ROUND
+                    await asyncio.sleep(1)
+                expected = {f"pop {i}".encode() for i in range(sent)}
+                while time.monotonic() < deadline:
+                    acked = await java_acked() | set(ours_acked) | push_acked()
+                    if acked >= expected:
+                        break
                     await take(16)
-            await asyncio.sleep(1)  # Java acknowledges after its listener returns: let the last ones go out
+                await asyncio.sleep(1)  # acks go out after the listeners return: let the last ones go
             result = peer.finish(timeout=0)
     java_messages = _java_acknowledged(result.events)
     java_bodies = [m.body for m in java_messages]
+    pushed = push_acked()
     # For the record (pytest -s shows it).
-    print(f"\n{cluster.provider}: Java acknowledged {len(java_bodies)}, the project {len(ours_acked)}")
-    assert set(java_bodies) | set(ours_acked) == expected, "every message acknowledged by one member"
-    assert java_bodies and ours_acked, "both members had a share"
+    print(
+        f"\n{cluster.provider}: {len(expected)} messages; Java acknowledged {len(java_bodies)}, "
+        f"the project's simple consumer {len(ours_acked)}, its push consumer {len(pushed)}"
+    )
+    assert set(java_bodies) | set(ours_acked) | pushed == expected, "every message acknowledged"
+    assert java_bodies and ours_acked and pushed, "every member had a share"
     assert len(java_bodies) == len(set(java_bodies)), "Java's member got no message twice"
+    came_back = unacked | refused
     both = {m.body for m in ours_received} & set(java_bodies)
-    assert both <= unacked, "only messages whose invisible time ran out were delivered to both"
+    assert both <= came_back, "only messages whose invisible time ran out were delivered to two members"
+    assert {body for body, _ in push_delivered} & set(java_bodies) <= came_back
+    assert {body for body, _ in push_delivered} & {m.body for m in ours_received} <= came_back
     assert not set(java_bodies) & set(ours_acked), "no message acknowledged by both"
-    for body in unacked:
-        again = ours_acked.get(body) or next(m for m in java_messages if m.body == body)
-        assert again.reconsume_times >= 1, f"{body!r} came back as a redelivery"
+    assert not pushed & (set(java_bodies) | set(ours_acked)), "no message acknowledged twice"
+    deliveries = [(m.body, m.reconsume_times) for m in java_messages] + [
+        (m.body, m.reconsume_times) for m in ours_acked.values()
+    ]
+    deliveries += list(push_delivered)
+    for body in came_back:
+        assert any(b == body and times >= 1 for b, times in deliveries), f"{body!r} came back as a redelivery"
 
 
 @pytest.mark.parametrize("cluster", POP_SETUPS, ids=[s.id for s in POP_SETUPS], indirect=True)
