@@ -70,6 +70,12 @@ def needs_check(subscription: SubscriptionData) -> bool:
     return not is_tag_type(subscription.expression_type)
 
 
+def pull_sub_version(subscription: SubscriptionData) -> int:
+    """The ``subVersion`` of a pull that carries its subscription: Java sends the subscription's version only
+    for a non-tag type (the broker stamps the filter it builds from the pull with it), else 0."""
+    return 0 if is_tag_type(subscription.expression_type) else subscription.sub_version
+
+
 def brokers_to_ask(route: TopicRouteData) -> list[tuple[str, str]]:
     """``(broker name, address)`` of each broker of the route: its master, else its lowest-id slave."""
     found = []

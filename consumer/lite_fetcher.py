@@ -15,7 +15,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
-from consumer import commands
+from consumer import commands, filters
 from consumer.core import ConsumerCore
 from consumer.errors import ConsumerError
 from consumer.fetch import PullStatus
@@ -23,7 +23,7 @@ from consumer.process_queue import ProcessQueue
 from consumer.subscription import tag_filter
 from rocketmq_wire.bodies.heartbeat import SUB_ALL, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
-from rocketmq_wire.bodies.subscription import build_subscription, is_tag_type
+from rocketmq_wire.bodies.subscription import build_subscription
 from rocketmq_wire.message import MessageExt, sysflag
 from rocketmq_wire.transport import RemotingError
 
@@ -217,8 +217,7 @@ class LiteFetcher:
             commit_offset=0,
             suspend_timeout_ms=config.broker_suspend_max_ms or LITE_BROKER_SUSPEND_MS,
             subscription=subscription.sub_string,
-            # Java sends the version only with a non-tag subscription (the broker keys its filter data by it)
-            sub_version=0 if is_tag_type(subscription.expression_type) else subscription.sub_version,
+            sub_version=filters.pull_sub_version(subscription),
             expression_type=subscription.expression_type,
             max_msg_bytes=_NO_BYTE_LIMIT if commands.is_v5(config.version) else None,
             lite=True,
