@@ -13,7 +13,7 @@ Two ways to consume, both asyncio:
           return ConsumeStatus.CONSUME_SUCCESS
 
       consumer = PushConsumer("OrderHandlers", "ns1:9876;ns2:9876", consume_from="FIRST_OFFSET")
-      consumer.subscribe("Orders", "created || paid")
+      consumer.subscribe("Orders", "created || paid")  # or sql="amount > 100 AND region = 'eu'"
       consumer.register_listener(handle)               # orderly=True for per-queue order
       async with consumer:
           ...
@@ -33,7 +33,8 @@ A concurrent push handler still running after ``consume_timeout_minutes`` (15) h
 
 Modules: ``config`` (Java's defaults), ``allocate`` (queue sharing), ``rebalance``, ``queue_reader`` /
 ``lite_fetcher`` and ``puller`` (pulling), ``fetch`` (pull answers), ``process_queue`` (in-flight window),
-``consume_concurrently`` / ``consume_orderly`` and ``queue_locks``, ``offset_store``, ``positioning`` (where a
+``consume_concurrently`` / ``consume_orderly`` and ``queue_locks``, ``offset_store``, ``filters`` (SQL92
+subscriptions and the brokers' CHECK_CLIENT_CONFIG before one is used), ``positioning`` (where a
 new queue starts), ``commands`` and ``broker_api`` (the requests), ``client`` and ``routes`` (routes,
 heartbeats), ``core``, ``push`` and ``lite_pull`` (the consumers), ``stats`` (pull and consume figures),
 ``running_info`` / ``direct`` / ``diagnostics`` (answering operators' requests), ``trace`` (message trace:
@@ -64,6 +65,7 @@ if TYPE_CHECKING:
         BrokerVersionError,
         ConsumerError,
         ConsumerStateError,
+        FilterRefusedError,
         InvalidOffsetError,
         OffsetNotFoundError,
     )
@@ -91,6 +93,7 @@ _EXPORTS = {
     "BrokerVersionError": "consumer.errors",
     "ConsumerError": "consumer.errors",
     "ConsumerStateError": "consumer.errors",
+    "FilterRefusedError": "consumer.errors",
     "InvalidOffsetError": "consumer.errors",
     "OffsetNotFoundError": "consumer.errors",
     "ConsumeConcurrentlyContext": "consumer.listener",
@@ -120,6 +123,7 @@ __all__ = [
     "ConsumerConfig",
     "ConsumerError",
     "ConsumerStateError",
+    "FilterRefusedError",
     "InvalidOffsetError",
     "MessageExt",
     "MessageModel",

@@ -15,6 +15,7 @@ from consumer.errors import BrokerError, ConsumerError, OffsetNotFoundError
 from consumer.fetch import PullResult, parse_pull_response
 from consumer.pop_requests import PopResult, PopSpec
 from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
+from rocketmq_wire.bodies.heartbeat import SubscriptionData
 from rocketmq_wire.bodies.lock import LockBatchResponseBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.pop import MessageQueueAssignment
@@ -143,6 +144,14 @@ class BrokerApi:
             return GetConsumerListByGroupResponseBody.from_json(response.body).consumer_id_list
         except CodecError as exc:
             raise ConsumerError(f"broker {addr} sent an unreadable consumer list: {exc}") from exc
+
+    async def check_client_config(
+        self, addr: str, group: str, client_id: str, subscription: SubscriptionData
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: returns when broker ``addr`` can serve ``subscription`` for ``group``, raises
+        :class:`BrokerError` with its answer when it cannot (``consumer.filters`` words that for the user)."""
+        cmd = commands.check_client_request(group, client_id, subscription)
+        _expect_success(await self._call(addr, cmd), addr)
 
     async def lock(
         self, addr: str, group: str, client_id: str, queues: list[MessageQueue]

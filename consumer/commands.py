@@ -11,7 +11,8 @@ import dataclasses
 
 from client.heartbeat import heartbeat_body, heartbeat_request
 from client.heartbeat import unregister_request as unregister_request  # UNREGISTER_CLIENT, one group
-from rocketmq_wire.bodies.heartbeat import ConsumerData
+from rocketmq_wire.bodies.consumer import CheckClientRequestBody
+from rocketmq_wire.bodies.heartbeat import ConsumerData, SubscriptionData
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import MQVersion, RequestCode
@@ -163,6 +164,14 @@ def unlock_batch_request(
         mq_set=list(queues),
     )
     return RemotingCommand.request(RequestCode.UNLOCK_BATCH_MQ, None, body.to_json())
+
+
+def check_client_request(group: str, client_id: str, subscription: SubscriptionData) -> RemotingCommand:
+    """CHECK_CLIENT_CONFIG: may ``group`` use ``subscription`` on this broker? Java sends it, body only, for
+    each non-tag subscription before its consumer starts (the group and topic as on the wire, namespace
+    included, and no ``namespace`` field)."""
+    body = CheckClientRequestBody(client_id=client_id, group=group, subscription_data=subscription)
+    return RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, None, body.to_json())
 
 
 def send_back_request(

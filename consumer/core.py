@@ -15,9 +15,10 @@ from pathlib import Path
 from typing import Any
 
 from client.namesrv import parse_namesrv_list
+from consumer import filters
 from consumer.client import ConsumerClient
 from consumer.config import ConsumerConfig
-from consumer.errors import ConsumerError, ConsumerStateError
+from consumer.errors import ConsumerError, ConsumerStateError, FilterRefusedError
 from consumer.offset_store import (
     LocalFileOffsetStore,
     OffsetStore,
@@ -29,7 +30,13 @@ from consumer.puller import Puller
 from consumer.stats import ConsumerStats
 from consumer.subscription import SubscriptionTable
 from rocketmq_wire.bodies.consumer import ResetOffsetBody
-from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumerData, ConsumeType, MessageModel
+from rocketmq_wire.bodies.heartbeat import (
+    ConsumeFromWhere,
+    ConsumerData,
+    ConsumeType,
+    MessageModel,
+    SubscriptionData,
+)
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
@@ -114,6 +121,40 @@ class ConsumerCore:
             for message in messages:
                 message.topic = without_namespace(message.topic, namespace)
         return messages
+
+    # -- subscriptions -------------------------------------------------------------------------------------
+
+    def subscribe(self, topic: str, expression: str | None, sql: str | None) -> SubscriptionData:
+        """Add or replace the subscription of ``topic`` (as the user names it): a tag expression (``None``:
+        every tag) or a SQL92 one; ``ValueError`` for both, or an expression that selects nothing."""
+        text, expression_type = filters.subscription_args(topic, expression, sql)
+        return self.subscriptions.subscribe(self.wire_topic(topic), text, expression_type)
+
+    async def check_filters(self, subscriptions: Sequence[SubscriptionData] | None = None) -> None:
+        """Ask the brokers about each non-tag subscription (of ``subscriptions``, else all) before it is
+        used; raises :class:`~consumer.errors.FilterRefusedError` when one refuses. Fetch routes first."""
+        client = self.client
+        await filters.check_subscriptions(
+            client.api,
+            client.instance.route,
+            self.subscriptions.data() if subscriptions is None else subscriptions,
+            group=self.wire_group,
+            client_id=client.client_id,
+        )
+
+    async def refused_while_running(self, added: SubscriptionData) -> bool:
+        """Check a subscription added while running before it is announced (Java checks only at start, and
+        its pulls then fail over and over): on a refusal it is withdrawn (unless replaced meanwhile), the
+        reason logged at ERROR, and True returned for the caller to release its queues."""
+        try:
+            await self.check_filters([added])
+        except FilterRefusedError as exc:
+            topic = added.topic or ""
+            if self.subscriptions.get(topic) is added:
+                self.subscriptions.unsubscribe(topic)
+            logger.error("group %s: subscription to %s withdrawn: %s", self.wire_group, topic, exc)
+            return True
+        return False
 
     # -- lifecycle -----------------------------------------------------------------------------------------
 

@@ -16,13 +16,37 @@ class ConsumerStateError(ConsumerError):
 
 
 class BrokerError(ConsumerError):
-    """A broker answered with a failure code; ``code`` and ``remark`` are what it said."""
+    """A broker answered with a failure code; ``code`` and ``remark`` are what it said (``message``, when
+    given, says it in the caller's terms instead of the generic text)."""
 
-    def __init__(self, code: int, remark: str | None, addr: str) -> None:
-        super().__init__(f"broker {addr} answered code {code}: {remark or ''}".rstrip(": "))
+    def __init__(self, code: int, remark: str | None, addr: str, message: str | None = None) -> None:
+        super().__init__(message or f"broker {addr} answered code {code}: {remark or ''}".rstrip(": "))
         self.code = code
         self.remark = remark
         self.addr = addr
+
+
+class FilterRefusedError(BrokerError):
+    """A broker, asked before a subscription is used (CHECK_CLIENT_CONFIG), refused its filter: it does not
+    filter by that expression type (an Apache broker without ``enablePropertyFilter=true``, a broker that
+    does not know the request) or the expression does not compile. Pulling would only fail again and again.
+    """
+
+    def __init__(
+        self,
+        code: int,
+        remark: str | None,
+        addr: str,
+        message: str,
+        *,
+        broker_name: str,
+        topic: str,
+        expression_type: str | None,
+    ) -> None:
+        super().__init__(code, remark, addr, message)
+        self.broker_name = broker_name
+        self.topic = topic
+        self.expression_type = expression_type
 
 
 class BrokerNotFoundError(ConsumerError):

@@ -15,7 +15,7 @@ import dataclasses
 import logging
 from collections.abc import Callable
 
-from consumer import commands
+from consumer import commands, filters
 from consumer.core import ConsumerCore
 from consumer.errors import ConsumerError
 from consumer.fetch import PullStatus
@@ -217,7 +217,7 @@ class LiteFetcher:
             commit_offset=0,
             suspend_timeout_ms=config.broker_suspend_max_ms or LITE_BROKER_SUSPEND_MS,
             subscription=subscription.sub_string,
-            sub_version=0,
+            sub_version=filters.pull_sub_version(subscription),
             expression_type=subscription.expression_type,
             max_msg_bytes=_NO_BYTE_LIMIT if commands.is_v5(config.version) else None,
             lite=True,

@@ -129,12 +129,14 @@ class PullConsumer:
             raise ConsumerStateError("subscribe and assign are mutually exclusive")
         self._mode = mode
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Share ``topic``'s queues with the group, keeping messages whose tag ``expression`` names."""
+    def subscribe(self, topic: str, expression: str | None = None, *, sql: str | None = None) -> None:
+        """Share ``topic``'s queues with the group, keeping messages whose tag ``expression`` names (``"*"``
+        or nothing: all) or, with ``sql`` instead, whose properties satisfy that SQL92 expression (evaluated
+        by the brokers; ``start`` asks them first, as for :meth:`PushConsumer.subscribe`)."""
         self._set_mode("subscribe")
-        self._core.subscriptions.subscribe(self._core.wire_topic(topic), expression)
+        added = self._core.subscribe(topic, expression, sql)
         if self._state == "running":
-            self._core.client.spawn(self._after_subscription_change(), "subscription-change")
+            self._core.client.spawn(self._after_subscription_change(added), "subscription-change")
 
     def unsubscribe(self, topic: str) -> None:
         wire = self._core.wire_topic(topic)
@@ -221,6 +223,7 @@ class PullConsumer:
         ]
         await core.refresh_subscribed_routes()
         if self._mode == "subscribe":
+            await core.check_filters()
             await core.client.heartbeat_all()
             self._rebalancer = Rebalancer(
                 client=core.client,
@@ -448,9 +451,14 @@ class PullConsumer:
     async def _persist_offsets(self) -> None:
         await self._core.offsets.persist_all(list(self._fetcher.queues))
 
-    async def _after_subscription_change(self) -> None:
-        await self._core.refresh_subscribed_routes()
-        await self._core.client.heartbeat_all()
+    async def _after_subscription_change(self, added: SubscriptionData) -> None:
+        core = self._core
+        await core.refresh_subscribed_routes()
+        if await core.refused_while_running(added):
+            if self._rebalancer is not None:
+                await self._rebalancer.release_all(added.topic or "")
+            return
+        await core.client.heartbeat_all()
         if self._rebalancer is not None:
             self._rebalancer.request()
 

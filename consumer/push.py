@@ -46,7 +46,7 @@ from consumer.subscription import tag_filter
 from consumer.trace import traced_handler
 from producer import ProducerConfig, start_trace_dispatcher
 from rocketmq_wire import features
-from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.pop import MessageQueueAssignment
 from rocketmq_wire.bodies.running_info import (
@@ -173,11 +173,18 @@ class PushConsumer:
         """``ip@instance``, how brokers and the other members know this consumer (set by ``start``)."""
         return self._core.client.client_id if self._core.started else ""
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Receive ``topic``'s messages whose tag ``expression`` names (``"TagA || TagB"``; ``"*"``: all)."""
-        self._core.subscriptions.subscribe(self._core.wire_topic(topic), expression)
+    def subscribe(self, topic: str, expression: str | None = None, *, sql: str | None = None) -> None:
+        """Receive ``topic``'s messages whose tag ``expression`` names (``"TagA || TagB"``; ``"*"`` or
+        nothing: all), or, with ``sql`` instead, those whose properties satisfy that SQL92 expression
+        (``"a > 5 AND region = 'eu'"``, evaluated by the brokers, see docs/sql92-filters.md).
+
+        ``start`` first asks each broker of the topic whether it serves a SQL92 filter and raises
+        :class:`~consumer.errors.FilterRefusedError` if one refuses; subscribing while running checks in the
+        background and withdraws a refused subscription, logging why.
+        """
+        added = self._core.subscribe(topic, expression, sql)
         if self._state == "running":
-            self._core.client.spawn(self._after_subscription_change(), "subscription-change")
+            self._core.client.spawn(self._after_subscription_change(added), "subscription-change")
 
     def unsubscribe(self, topic: str) -> None:
         wire = self._core.wire_topic(topic)
@@ -274,6 +281,7 @@ class PushConsumer:
         self._service = self._make_service()
         self._service.start()
         await core.refresh_subscribed_routes()
+        await core.check_filters()
         if self.broker_rebalance:
             await self._check_broker_rebalance()
             self._pop_queues = PopQueues(
@@ -680,8 +688,13 @@ class PushConsumer:
         owned = [queue for queue, reader in self._readers.items() if not reader.pq.dropped]
         await self._core.offsets.persist_all(owned)
 
-    async def _after_subscription_change(self) -> None:
-        await self._core.refresh_subscribed_routes()
+    async def _after_subscription_change(self, added: SubscriptionData) -> None:
+        core = self._core
+        await core.refresh_subscribed_routes()
+        if await core.refused_while_running(added):
+            if self._rebalancer is not None:
+                await self._rebalancer.release_all(added.topic or "")
+            return
         await self._announce()
         if self._rebalancer is not None:
             self._rebalancer.request()

@@ -29,6 +29,15 @@ from rocketmq_wire.transport import RemotingError
 
 logger = logging.getLogger("consumer.queue_reader")
 
+#: Answers meaning the broker has not (yet) heard this subscription, or its SQL92 filter, from a heartbeat.
+_REANNOUNCE_CODES = frozenset(
+    {
+        ResponseCode.SUBSCRIPTION_NOT_EXIST,
+        ResponseCode.SUBSCRIPTION_NOT_LATEST,
+        ResponseCode.FILTER_DATA_NOT_EXIST,
+        ResponseCode.FILTER_DATA_NOT_LATEST,
+    }
+)
 #: Push consumer defaults (Java's ``BROKER_SUSPEND_MAX_TIME_MILLIS`` and exception delay).
 PUSH_BROKER_SUSPEND_MS = 15_000
 PUSH_DELAY_WHEN_EXCEPTION_MS = 3_000
@@ -160,7 +169,7 @@ class QueueReader:
                 logger.warning("pull of %s refused: %s", queue, exc)
             if exc.code == ResponseCode.FLOW_CONTROL:
                 return BROKER_FLOW_CONTROL_DELAY_MS
-            if exc.code in (ResponseCode.SUBSCRIPTION_NOT_EXIST, ResponseCode.SUBSCRIPTION_NOT_LATEST):
+            if exc.code in _REANNOUNCE_CODES:
                 self._hooks.unknown_to_broker()
             return self._error_delay_ms
         except (ConsumerError, RemotingError) as exc:

@@ -38,7 +38,7 @@ from consumer.errors import (
 from consumer.pop_client import PopClient
 from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN, receipt_handle
 from consumer.positioning import consume_from_where
-from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
+from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.command import RemotingCommand
@@ -120,14 +120,21 @@ class SimpleConsumer:
     def client_id(self) -> str:
         return self._core.client.client_id if self._core.started else ""
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Receive ``topic``'s messages whose tag ``expression`` names (``"*"``: all of them).
+    def subscribe(self, topic: str, expression: str | None = None, *, sql: str | None = None) -> None:
+        """Receive ``topic``'s messages whose tag ``expression`` names (``"*"`` or nothing: all of them), or
+        with ``sql`` those whose properties satisfy that SQL92 expression (docs/sql92-filters.md).
 
-        The broker filters (a pop carries the expression), so nothing is dropped on the client.
+        The broker filters (a pop carries the expression). ``start`` first asks each broker of a SQL92
+        subscription's topic whether it can (CHECK_CLIENT_CONFIG) and raises
+        :class:`~consumer.errors.FilterRefusedError` if one refuses.
         """
-        self._core.subscriptions.subscribe(self._core.wire_topic(topic), expression)
+        added = self._core.subscribe(topic, expression, sql)
         if self._state == "running":
-            self._core.client.spawn(self._core.refresh_subscribed_routes(), "subscription-change")
+            self._core.client.spawn(self._after_subscription_change(added), "subscription-change")
+
+    async def _after_subscription_change(self, added: SubscriptionData) -> None:
+        await self._core.refresh_subscribed_routes()
+        await self._core.refused_while_running(added)
 
     def unsubscribe(self, topic: str) -> None:
         self._core.subscriptions.unsubscribe(self._core.wire_topic(topic))
@@ -162,6 +169,7 @@ class SimpleConsumer:
         self._pop_client = PopClient(core, init_mode=self._init_mode)
         try:
             await core.refresh_subscribed_routes()
+            await core.check_filters()
             await core.client.heartbeat_all()
         except BaseException:
             self._state = "stopped"

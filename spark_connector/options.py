@@ -90,6 +90,9 @@ class SourceOptions:
     pull_batch_size: int = DEFAULT_PULL_BATCH_SIZE
     pull_timeout_ms: int = DEFAULT_PULL_TIMEOUT_MS
     max_messages_per_trigger: int | None = None
+    #: A SQL92 expression over message properties (option ``filter.sql``): only matching messages become rows,
+    #: chosen by the brokers, which are asked first whether they filter so (``enablePropertyFilter``).
+    filter_sql: str | None = None
 
 
 SINK_OPTION_NAMES = frozenset(
@@ -122,6 +125,7 @@ SOURCE_OPTION_NAMES = frozenset(
         "pull.batch.size",
         "pull.timeout.ms",
         "maxmessagespertrigger",
+        "filter.sql",
         "tls",
         "tls.config.file",
     }
@@ -220,6 +224,19 @@ def _group(options: Mapping[str, str], default: str) -> str:
     return group
 
 
+def _filter_sql(options: Mapping[str, str]) -> str | None:
+    """The ``filter.sql`` expression as written (spaces inside kept); a given but blank one is refused, as
+    it would select nothing the author meant."""
+    raw = options.get("filter.sql")
+    if raw is None:
+        return None
+    if not raw.strip():
+        raise OptionError(
+            "option 'filter.sql' is empty: give a SQL92 expression, e.g. \"a > 5\", or leave it out"
+        )
+    return raw
+
+
 def unknown_options(options: Mapping[str, str], known: frozenset[str]) -> list[str]:
     """Option names the connector does not read (Spark adds some of its own, e.g. ``path``)."""
     return sorted(name for name in _lowered(options) if name not in known)
@@ -265,4 +282,5 @@ def parse_source_options(options: Mapping[str, str]) -> SourceOptions:
             if max_per_trigger is None
             else _positive_int(lowered, "maxmessagespertrigger", 1, name="maxMessagesPerTrigger")
         ),
+        filter_sql=_filter_sql(lowered),
     )

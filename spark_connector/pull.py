@@ -2,10 +2,13 @@
 
 The source needs bounded reads -- exactly the offsets Spark planned, no prefetching past them, no group
 membership, no committed offsets -- so it does not run a consumer; it uses the consumer package's
-request builders, broker calls and pull-answer handling (``consumer.commands``, ``consumer.broker_api``,
-``consumer.fetch``) directly. Connections, routes (with NameServer fail-over) and request signing are the
-client core's: each reader joins a client instance of its own (``client.instance.join_standalone``, as the
-admin does), on the event loop it first reads on, and leaves it when closed.
+request builders, broker calls, pull-answer handling and filters (``consumer.commands``,
+``consumer.broker_api``, ``consumer.fetch``, ``consumer.filters``) directly. With a SQL92 filter every
+pull carries it and the broker returns only the matching messages of the range (``NO_MATCHED_MSG`` moves
+the offset on past the others); the driver asks the brokers first, as a consumer does when it starts.
+Connections, routes (with NameServer fail-over) and request signing are the client core's: each reader
+joins a client instance of its own (``client.instance.join_standalone``, as the admin does), on the event
+loop it first reads on, and leaves it when closed.
 """
 
 from __future__ import annotations
@@ -19,11 +22,14 @@ from types import TracebackType
 from client.errors import ClientError
 from client.instance import ClientInstance, Member, join_standalone
 from client.settings import ClientSettings
-from consumer import commands
+from consumer import commands, filters
 from consumer.broker_api import BrokerApi
-from consumer.errors import ConsumerError
+from consumer.errors import ConsumerError, FilterRefusedError
 from consumer.fetch import PullStatus, decode_found
+from rocketmq_wire.bodies.heartbeat import SUB_ALL
 from rocketmq_wire.bodies.message_queue import MessageQueue
+from rocketmq_wire.bodies.route import TopicRouteData
+from rocketmq_wire.bodies.subscription import build_subscription
 from rocketmq_wire.command import DEFAULT_VERSION
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message.sysflag import build_pull_sys_flag
@@ -57,13 +63,26 @@ class TopicReader:
     """Metadata requests and pulls for one topic over one client instance; ``async with`` closes it.
 
     It may be made outside an event loop (a Spark task makes it, then runs its reads on a loop of its own):
-    the instance is joined on first use.
+    the instance is joined on first use. ``filter_sql``: pull only the messages this SQL92 expression
+    selects (else every message).
     """
 
-    def __init__(self, connection: ConnectionOptions, topic: str, *, timeout_ms: float = 10_000) -> None:
+    def __init__(
+        self,
+        connection: ConnectionOptions,
+        topic: str,
+        *,
+        timeout_ms: float = 10_000,
+        filter_sql: str | None = None,
+    ) -> None:
         self.topic = topic
         self.wire_topic = wrap_namespace(connection.namespace, topic)
         self.timeout_ms = timeout_ms
+        self.subscription = (
+            build_subscription(self.wire_topic, SUB_ALL)
+            if filter_sql is None
+            else filters.sql_subscription(self.wire_topic, filter_sql)
+        )
         self._namesrv_addrs = list(connection.namesrv)
         self._settings = ClientSettings(
             access_key=connection.access_key,
@@ -103,8 +122,7 @@ class TopicReader:
             instance, member = joined
             await instance.leave(member)
 
-    async def queues(self) -> list[QueueAddress]:
-        """Every readable queue of the topic, sorted by broker name then queue id."""
+    async def _route(self) -> TopicRouteData:
         try:
             route = await self._instance().namesrv.get_route(self.wire_topic)
         except ClientError as exc:
@@ -113,6 +131,25 @@ class TopicReader:
             raise SourceReadError(
                 f"topic {self.wire_topic!r} does not exist (no NameServer has a route for it)"
             )
+        return route
+
+    async def check_filter(self, group: str) -> None:
+        """Ask each broker of the topic whether it serves the filter (CHECK_CLIENT_CONFIG, as a consumer does
+        at start); a refusal is a :class:`SourceReadError` naming the option, the broker and its answer.
+        Nothing is asked without a filter."""
+        if not filters.needs_check(self.subscription):
+            return
+        route = await self._route()
+        try:
+            await filters.check_filter(
+                self._api, route, self.subscription, group=group, client_id=self._instance().client_id
+            )
+        except FilterRefusedError as exc:
+            raise SourceReadError(f"option 'filter.sql': {exc}") from exc
+
+    async def queues(self) -> list[QueueAddress]:
+        """Every readable queue of the topic, sorted by broker name then queue id."""
+        route = await self._route()
         addresses = {}
         for broker in route.broker_datas:
             addr = broker.master_addr() or next(iter(broker.broker_addrs.values()), None)
@@ -171,9 +208,9 @@ class TopicReader:
                 sys_flag=build_pull_sys_flag(subscription=True),
                 commit_offset=0,
                 suspend_timeout_ms=0,
-                subscription="*",
-                sub_version=0,
-                expression_type="TAG",
+                subscription=self.subscription.sub_string,
+                sub_version=filters.pull_sub_version(self.subscription),
+                expression_type=self.subscription.expression_type,
             )
             try:
                 result = await self._api.pull(

@@ -45,7 +45,9 @@ class QueueRange(InputPartition):
 
 
 def _reader(options: SourceOptions) -> TopicReader:
-    return TopicReader(options.connection, options.topic, timeout_ms=options.pull_timeout_ms)
+    return TopicReader(
+        options.connection, options.topic, timeout_ms=options.pull_timeout_ms, filter_sql=options.filter_sql
+    )
 
 
 def read_range(options: SourceOptions, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
@@ -77,9 +79,13 @@ def read_range(options: SourceOptions, partition: InputPartition) -> Iterator[tu
 
 
 async def _plan(
-    options: SourceOptions, starting: OffsetSpec, ending: OffsetSpec
+    options: SourceOptions, starting: OffsetSpec, ending: OffsetSpec, *, check_filter: bool = False
 ) -> tuple[list[QueueAddress], dict[QueueKey, int], dict[QueueKey, int]]:
+    """The queues and their resolved offsets; ``check_filter`` first asks the brokers about ``filter.sql``,
+    so that a refusal fails the query on the driver rather than in every task."""
     async with _reader(options) as reader:
+        if check_filter:
+            await reader.check_filter(options.group)
         queues = await reader.queues()
         lows, highs = await reader.bounds(queues)
     keys = [queue.key for queue in queues]
@@ -113,7 +119,9 @@ class RocketMQReader(DataSourceReader):
 
     def partitions(self) -> list[InputPartition]:
         options = self.options
-        queues, start, end = asyncio.run(_plan(options, options.starting_offsets, options.ending_offsets))
+        queues, start, end = asyncio.run(
+            _plan(options, options.starting_offsets, options.ending_offsets, check_filter=True)
+        )
         ranges = _ranges(queues, start, end)
         logger.info(
             "reading %d message(s) of topic %s from %d queue(s)",
@@ -138,17 +146,26 @@ class RocketMQStreamReader(DataSourceStreamReader):
     def __init__(self, options: SourceOptions) -> None:
         self.options = options
         self._available_now: dict[QueueKey, int] | None = None
+        self._filter_checked = False
+
+    def _plan(
+        self, starting: OffsetSpec, ending: OffsetSpec
+    ) -> tuple[list[QueueAddress], dict[QueueKey, int], dict[QueueKey, int]]:
+        """:func:`_plan`, asking the brokers about ``filter.sql`` the first time only."""
+        planned = asyncio.run(_plan(self.options, starting, ending, check_filter=not self._filter_checked))
+        self._filter_checked = True
+        return planned
 
     def _latest(self) -> tuple[list[QueueAddress], dict[QueueKey, int]]:
-        _queues, _start, latest = asyncio.run(_plan(self.options, "earliest", "latest"))
+        _queues, _start, latest = self._plan("earliest", "latest")
         return _queues, latest
 
     def initialOffset(self) -> dict[str, dict[str, int]]:
         options = self.options
         if options.starting_offsets == "latest":
-            _queues, start, _end = asyncio.run(_plan(options, "latest", "latest"))
+            _queues, start, _end = self._plan("latest", "latest")
         else:
-            _queues, start, _end = asyncio.run(_plan(options, options.starting_offsets, "latest"))
+            _queues, start, _end = self._plan(options.starting_offsets, "latest")
         return offsets_to_json(start)
 
     def latestOffset(

@@ -17,6 +17,7 @@ from rocketmq_wire.bodies.base import JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.consume_queue import ConsumeQueueData, QueryConsumeQueueResponseBody
 from rocketmq_wire.bodies.consumer import (
+    CheckClientRequestBody,
     Connection,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
@@ -107,6 +108,7 @@ __all__ = [
     "BrokerStatsData",
     "BrokerStatsItem",
     "CMResult",
+    "CheckClientRequestBody",
     "ClusterInfo",
     "Connection",
     "ConsumeFromWhere",

@@ -6,6 +6,8 @@
 * :class:`GetConsumerListByGroupResponseBody` answers GET_CONSUMER_LIST_BY_GROUP;
 * :class:`GroupList` answers QUERY_TOPIC_CONSUME_BY_WHO;
 * :class:`ResetOffsetBody` carries RESET_CONSUMER_CLIENT_OFFSET / INVOKE_BROKER_TO_RESET_OFFSET offsets;
+* :class:`CheckClientRequestBody` is CHECK_CLIENT_CONFIG's request (a consumer asking a broker whether it can
+  serve a subscription, before a SQL92 one is used);
 * :class:`ConsumerOffsetSerializeWrapper` answers GET_ALL_CONSUMER_OFFSET (and is the broker's offset file);
 * :class:`OffsetSerializeWrapper` is a broadcasting consumer's local offset file.
 """
@@ -181,6 +183,40 @@ class GroupList(JsonBody):
         if names is None:
             return cls(group_list=[])
         return cls(group_list=read_set(string_list(names, f"{obj.path}.groupList"), string_hash, HASH_MAP))
+
+
+@dataclasses.dataclass(kw_only=True)
+class CheckClientRequestBody(JsonBody):
+    """CHECK_CLIENT_CONFIG (a request with this body and no header): may ``group`` use this subscription?
+
+    A broker judges only non-tag subscriptions; it refuses a SQL92 one unless it filters by properties
+    (``enablePropertyFilter``) and the expression compiles. ``namespace`` exists from 5.0 on, but Java's
+    client never sets it (``None`` leaves it out).
+    """
+
+    client_id: str | None = None
+    group: str | None = None
+    subscription_data: SubscriptionData | None = None
+    namespace: str | None = None
+
+    def to_bean(self) -> fastjson.Bean:
+        subscription = self.subscription_data
+        return bean(
+            clientId=self.client_id,
+            group=self.group,
+            subscriptionData=None if subscription is None else subscription.to_bean(),
+            namespace=self.namespace,
+        )
+
+    @classmethod
+    def from_object(cls, obj: Fields) -> Self:
+        subscription = obj.get_object("subscriptionData")
+        return cls(
+            client_id=obj.get_str("clientId"),
+            group=obj.get_str("group"),
+            subscription_data=None if subscription is None else SubscriptionData.from_object(subscription),
+            namespace=obj.get_str("namespace"),
+        )
 
 
 @dataclasses.dataclass(kw_only=True)

@@ -20,6 +20,7 @@ from rocketmq_wire.bodies.base import Fields, JsonBody
 from rocketmq_wire.bodies.cluster import ClusterInfo
 from rocketmq_wire.bodies.consume_queue import QueryConsumeQueueResponseBody
 from rocketmq_wire.bodies.consumer import (
+    CheckClientRequestBody,
     ConsumerConnection,
     ConsumerOffsetSerializeWrapper,
     GetConsumerListByGroupResponseBody,
@@ -99,6 +100,7 @@ GET_BROKER_CLUSTER_ACL_CONFIG = 54
 REQUEST_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
     {
         HEART_BEAT: HeartbeatData,
+        RequestCode.CHECK_CLIENT_CONFIG: CheckClientRequestBody,
         LOCK_BATCH_MQ: LockBatchRequestBody,
         UNLOCK_BATCH_MQ: UnlockBatchRequestBody,
         REGISTER_BROKER: RegisterBrokerBody,

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from rocketmq_wire.bodies.consumer import GetConsumerListByGroupResponseBody
+from rocketmq_wire.bodies.consumer import CheckClientRequestBody, GetConsumerListByGroupResponseBody
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody
 from rocketmq_wire.bodies.route import BrokerData, QueueData, TopicRouteData
@@ -111,6 +111,8 @@ class FakeBroker:
         self.sent_back: list[SentBack] = []
         #: (topic, queue id, offset) of every pull received.
         self.pulls: list[tuple[str, int, int]] = []
+        #: The header of every pull received.
+        self.pull_headers: list[PullMessageRequestHeader] = []
         self.client_connections: dict[str, Connection] = {}
         #: Every heartbeat received, in order.
         self.heartbeats: list[HeartbeatData] = []
@@ -118,6 +120,10 @@ class FakeBroker:
         self.members: list[str] | None = None
         #: GET_CONSUMER_RUNNING_INFO / CONSUME_MESSAGE_DIRECTLY are relayed to the client they name.
         self.relay = True
+        #: Every CHECK_CLIENT_CONFIG body received, and the answer (code, remark) to a non-tag subscription
+        #: in one: ``None`` accepts it, as an Apache broker with ``enablePropertyFilter=true``.
+        self.filter_checks: list[CheckClientRequestBody] = []
+        self.filter_answer: tuple[int, str] | None = None
         self._changed = asyncio.Condition()
         self._handlers = {
             RequestCode.HEART_BEAT: self._heartbeat,
@@ -134,6 +140,7 @@ class FakeBroker:
             RequestCode.UNREGISTER_CLIENT: self._ok,
             RequestCode.GET_CONSUMER_RUNNING_INFO: self._relay,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self._relay,
+            RequestCode.CHECK_CLIENT_CONFIG: self._check_client,
         }
         #: The ``MQVersion`` number answers carry (``None``: the transport's own).
         self.answer_version: int | None = None
@@ -230,6 +237,7 @@ class FakeBroker:
         stored = self.messages.get((header.topic or "", header.queue_id or 0), [])
         offset = header.queue_offset or 0
         self.pulls.append((header.topic or "", header.queue_id or 0, offset))
+        self.pull_headers.append(header)
         await self._notify()
         if offset >= len(stored):
             await asyncio.sleep(HOLD_S)
@@ -245,6 +253,15 @@ class FakeBroker:
             return request.make_response(ResponseCode.PULL_NOT_FOUND, "no new message", answer)
         body = b"".join(encode_stored_message(m) for m in found)
         return request.make_response(ResponseCode.SUCCESS, None, answer, body)
+
+    async def _check_client(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
+        body = CheckClientRequestBody.from_json(request.body)
+        self.filter_checks.append(body)
+        subscription = body.subscription_data
+        refused = subscription is not None and subscription.expression_type not in (None, "", "TAG")
+        if refused and self.filter_answer is not None:
+            return request.make_response(*self.filter_answer)
+        return request.make_response()
 
     async def _send_back(self, request: RemotingCommand, conn: Connection) -> RemotingCommand:
         self.sent_back.append(

@@ -12,6 +12,7 @@ from hypothesis import strategies as st
 
 from rocketmq_wire.bodies import (
     BrokerData,
+    CheckClientRequestBody,
     ClusterInfo,
     ConsumerConnection,
     ConsumerData,
@@ -643,6 +644,8 @@ def test_registry_decodes_by_request_code() -> None:
     assert compressed.filter_server_list == ["f:1"]
     assert decode_request_body(10, b"raw message bytes", {}) is None  # SEND_MESSAGE: not JSON
     assert decode_request_body(34, b"", {}) is None
+    check = b'{"clientId":"c","group":"G"}'
+    assert decode_request_body(46, check, {}) == CheckClientRequestBody(client_id="c", group="G")
 
 
 def test_registry_tells_the_two_topic_config_wrappers_apart() -> None:
@@ -697,6 +700,25 @@ def test_build_subscription_codes_are_signed_java_hashes() -> None:
     (code,) = build_subscription("T", "TagZZZZZ").code_set
     assert code == -704586080
     assert -(1 << 31) <= code < 0
+
+
+def test_check_client_body_is_written_as_fastjson_writes_it() -> None:
+    sql = build_subscription("T", "a > 5 AND region = 'eu'", "SQL92")
+    sql.sub_version = 1_700_000_000_123
+    body = CheckClientRequestBody(client_id="127.0.0.1@9#1", group="G", subscription_data=sql)
+    assert body.to_json() == (
+        b'{"clientId":"127.0.0.1@9#1","group":"G","subscriptionData":{"classFilterMode":false,"codeSet":[],'
+        b'"expressionType":"SQL92","subString":"a > 5 AND region = \'eu\'","subVersion":1700000000123,'
+        b'"tagsSet":[],"topic":"T"}}'
+    )
+    assert CheckClientRequestBody.from_json(body.to_json()) == body
+
+
+def test_check_client_body_namespace_is_written_only_when_set() -> None:
+    body = CheckClientRequestBody(client_id="c", group="G", namespace="ns")
+    assert body.to_json() == b'{"clientId":"c","group":"G","namespace":"ns"}'
+    assert CheckClientRequestBody.from_json(body.to_json()) == body
+    assert CheckClientRequestBody.from_json(b"{}") == CheckClientRequestBody()
 
 
 def test_build_subscription_sql_and_refusals() -> None:

@@ -16,6 +16,7 @@ from consumer import (
     ConsumeConcurrentlyContext,
     ConsumerConfig,
     ConsumeStatus,
+    FilterRefusedError,
     MessageQueue,
     PushConsumer,
     SimpleConsumer,
@@ -296,3 +297,24 @@ async def test_a_broker_side_rebalance_on_a_4x_broker_is_refused_at_start() -> N
         with pytest.raises(BrokerVersionError, match=r"broker-side rebalance .* needs a V5_0_0 .* V4_9_7"):
             await consumer.start()
         assert not cluster.broker.assignment_queries
+
+
+async def test_a_sql92_subscription_is_checked_at_start_and_carried_by_every_pop() -> None:
+    async with FakePopCluster() as cluster:
+        cluster.topic(TOPIC)
+        cluster.broker.add_messages(TOPIC, 0, [b"x"])
+        consumer = SimpleConsumer(
+            GROUP, cluster.namesrv.address, consume_from="FIRST_OFFSET", await_duration=0.2
+        )
+        consumer.subscribe(TOPIC, sql="a > 5")
+        async with consumer:
+            assert _bodies(await _receive_all(consumer, 1)) == {b"x"}
+        (check,) = cluster.broker.filter_checks
+        assert check.subscription_data is not None and check.subscription_data.sub_string == "a > 5"
+        header = cluster.broker.pop_headers[0]
+        assert (header.exp_type, header.exp) == ("SQL92", "a > 5")
+        cluster.broker.filter_answer = (1, "The broker does not support consumer to filter message by SQL92")
+        refused = SimpleConsumer(GROUP + "2", cluster.namesrv.address)
+        refused.subscribe(TOPIC, sql="a > 5")
+        with pytest.raises(FilterRefusedError, match="does not support consumer to filter message by SQL92"):
+            await refused.start()

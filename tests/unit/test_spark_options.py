@@ -100,8 +100,10 @@ def test_source_options() -> None:
             "endingOffsets": "latest",
             "maxMessagesPerTrigger": "100",
             "pull.batch.size": "64",
+            "Filter.SQL": " a > 5 AND region = 'eu'",
         }
     )
+    assert options.filter_sql == " a > 5 AND region = 'eu'"  # as written: Java keeps the expression
     assert options.starting_offsets == {("broker-a", 0): 12, ("broker-a", 1): EARLIEST}
     assert options.ending_offsets == "latest"
     assert options.max_messages_per_trigger == 100
@@ -109,6 +111,7 @@ def test_source_options() -> None:
     defaults = parse_source_options({"namesrv": "h:1", "topic": "T"})
     assert (defaults.starting_offsets, defaults.ending_offsets) == ("earliest", "latest")
     assert defaults.max_messages_per_trigger is None
+    assert defaults.filter_sql is None
 
 
 @pytest.mark.parametrize(
@@ -121,6 +124,7 @@ def test_source_options() -> None:
         ({"namesrv": "h:1", "topic": "T", "startingOffsets": '{"b": {"0": "1"}}'}, "startingOffsets"),
         ({"namesrv": "h:1", "topic": "T", "startingOffsets": "[1]"}, "startingOffsets"),
         ({"namesrv": "h:1", "topic": "T", "maxMessagesPerTrigger": "0"}, "maxMessagesPerTrigger"),
+        ({"namesrv": "h:1", "topic": "T", "filter.sql": "  "}, "filter.sql"),
     ],
 )
 def test_bad_source_options_name_the_option(options: dict[str, str], named: str) -> None:

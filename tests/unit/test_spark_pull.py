@@ -17,6 +17,9 @@ from spark_connector import SourceReadError
 from spark_connector.options import ConnectionOptions
 from spark_connector.pull import QueueAddress, TopicReader
 from spark_connector.records import message_row
+from tests.unit.consumer_fakes import FakeCluster
+
+SQL = "a > 5 AND region = 'eu'"
 
 
 @pytest.fixture
@@ -102,3 +105,36 @@ async def test_namespace_and_rows(cluster: tuple[NameServer, Broker]) -> None:
     assert broker_name == "broker-a"
     assert born.tzinfo is datetime.UTC
     assert stored_at >= born
+
+
+async def test_a_sql_filter_is_checked_first_and_the_projects_broker_refuses_it(
+    cluster: tuple[NameServer, Broker],
+) -> None:
+    namesrv, broker = cluster
+    await create_topic(broker, "Filtered", 1)
+    connection = ConnectionOptions(namesrv=(namesrv.address,))
+    async with TopicReader(connection, "Filtered", filter_sql="a > 5") as reader:
+        with pytest.raises(
+            SourceReadError, match=r"option 'filter\.sql': broker broker-a .*CHECK_CLIENT_CONFIG"
+        ):
+            await reader.check_filter("G")
+    async with TopicReader(connection, "Filtered") as unfiltered:
+        await unfiltered.check_filter("G")  # nothing to ask without a filter
+
+
+async def test_a_sql_filter_goes_with_every_pull_and_nothing_is_filtered_here() -> None:
+    async with FakeCluster() as fake:
+        fake.topic("T", queues=1)
+        fake.broker.add_messages("T", 0, [b"a", b"b", b"c"])
+        async with TopicReader(
+            ConnectionOptions(namesrv=(fake.namesrv.address,)), "T", filter_sql=SQL
+        ) as reader:
+            await reader.check_filter("G")
+            (queue,) = await reader.queues()
+            bodies = [m.body async for batch in reader.pull_range(queue, 0, 3, group="G") for m in batch]
+        assert bodies == [b"a", b"b", b"c"]  # what the broker returned: tags are not compared
+        [check] = fake.broker.filter_checks
+        assert check.subscription_data is not None and check.subscription_data.sub_string == SQL
+        header = fake.broker.pull_headers[0]
+        assert (header.subscription, header.expression_type) == (SQL, "SQL92")
+        assert header.sub_version == check.subscription_data.sub_version

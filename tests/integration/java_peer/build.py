@@ -263,6 +263,23 @@ class JavaClient(PeerClient):
         ]
         return self.send("send-transaction", namesrv, topic, messages, extra=extra, **kw)
 
+    def sql_select(
+        self,
+        namesrv: str,
+        topic: str,
+        expressions: Sequence[str],
+        *,
+        group: str | None = None,
+        timeout: float = 120.0,
+    ) -> PeerResult:
+        """``DefaultMQPullConsumer.pull(queue, MessageSelector.bySql(sql), ...)`` over every queue of
+        ``topic``, first to last offset, for each expression in turn: ``message`` lines carry ``expression``
+        (its index), and a ``selected`` line with the count ends each expression."""
+        args = ["--topic", topic, *(arg for sql in expressions for arg in ("--sql", sql))]
+        if group is not None:
+            args += ["--group", group]
+        return self.run("sql-select", args, namesrv=namesrv, timeout=timeout)
+
     def route(self, namesrv: str, topic: str, *, timeout: float = 60.0) -> PeerResult:
         """``fetchPublishMessageQueues(topic)``: one ``route`` line."""
         return self.run("route", ["--topic", topic], namesrv=namesrv, timeout=timeout)

@@ -9,6 +9,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import org.apache.rocketmq.client.consumer.DefaultLitePullConsumer;
 import org.apache.rocketmq.client.consumer.DefaultMQPushConsumer;
+import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyContext;
 import org.apache.rocketmq.client.consumer.listener.ConsumeConcurrentlyStatus;
 import org.apache.rocketmq.client.consumer.listener.ConsumeOrderlyContext;
@@ -32,6 +33,10 @@ import org.apache.rocketmq.common.message.MessageQueue;
  * (5.x clients) asks the broker for the queue assignment instead of balancing in the client, so the group
  * POPs where the broker's consume mode for it says POP.
  *
+ * <p>Both subscribe with {@code --expression} (tags), or with {@code --sql} a SQL92 expression
+ * ({@code MessageSelector.bySql}); the client then asks the brokers first (CHECK_CLIENT_CONFIG) and a refusal
+ * is an {@code error} line from the start stage.
+ *
  * <p>pull-consume polls until {@code --count} messages came (fewer by {@code --timeout}: an {@code error}
  * line Incomplete and exit 6), or with count 0 until polls have come back empty for {@code --idle-ms} once
  * queues were assigned. Each assigned queue is printed as a {@code queue} line; at the end the polled offsets
@@ -46,6 +51,7 @@ final class Consume {
         o.value("group", push ? "JavaPeerPushConsumer" : "JavaPeerPullConsumer");
         o.requiredValue("topic");
         o.value("expression", "*");
+        o.value("sql", null);
         o.multi("property");  // accepted for peer.py's command lines: every property is reported anyway
         o.value("from", "first");
         if (push) {
@@ -159,7 +165,11 @@ final class Consume {
         long started = System.nanoTime();
         Peer.PROGRESS.stage = "start";
         try {
-            consumer.subscribe(o.get("topic"), o.get("expression"));
+            if (o.get("sql") != null) {
+                consumer.subscribe(o.get("topic"), MessageSelector.bySql(o.get("sql")));
+            } else {
+                consumer.subscribe(o.get("topic"), o.get("expression"));
+            }
             consumer.start();
         } catch (Exception e) {
             if (!Peer.isClientError(e)) {
@@ -243,7 +253,11 @@ final class Consume {
         long started = System.nanoTime();
         Peer.PROGRESS.stage = "start";
         try {
-            consumer.subscribe(o.get("topic"), o.get("expression"));
+            if (o.get("sql") != null) {
+                consumer.subscribe(o.get("topic"), MessageSelector.bySql(o.get("sql")));
+            } else {
+                consumer.subscribe(o.get("topic"), o.get("expression"));
+            }
             consumer.start();
         } catch (Exception e) {
             if (!Peer.isClientError(e)) {

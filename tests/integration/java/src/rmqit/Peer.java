@@ -31,11 +31,12 @@ import org.apache.rocketmq.remoting.exception.RemotingException;
  * </pre>
  *
  * <p>Commands: send-sync, send-async, send-oneway, send-orderly, send-batch, send-transaction, push-consume,
- * pull-consume (DefaultLitePullConsumer), route, clusters, topic-route, probe.
+ * pull-consume (DefaultLitePullConsumer), sql-select (DefaultMQPullConsumer, many SQL92 expressions), route,
+ * clusters, topic-route, probe.
  *
  * <p>Every line on stdout is one JSON object with an {@code "event"} key: ready, send_result, sent_oneway,
- * check (a transaction check-back), queue, message, route, clusters, topic_route, library, error, timeout,
- * done. Nothing else is printed there: {@code System.out} is pointed at stderr before any client class loads,
+ * check (a transaction check-back), queue, message, selected, route, clusters, topic_route, library, error,
+ * timeout, done. Nothing else is printed there: {@code System.out} is pointed at stderr before any client class loads,
  * and the client logs go to files under {@code $HOME/logs/rocketmqlogs} (the runner gives every peer a
  * scratch HOME); when a run fails, the tail of those logs is copied to stderr.
  *
@@ -193,12 +194,14 @@ public final class Peer {
             Reply.declare(o);
         } else if ("push-consume".equals(command) || "pull-consume".equals(command)) {
             Consume.declare(o);
+        } else if ("sql-select".equals(command)) {
+            Select.declare(o);
         } else if ("route".equals(command) || "clusters".equals(command) || "topic-route".equals(command)) {
             AdminCommands.declare(o);
         } else {
             throw new Options.UsageError("unknown command " + command + " (send-sync, send-async, send-oneway,"
-                + " send-orderly, send-batch, send-transaction, push-consume, pull-consume, route, clusters,"
-                + " topic-route, recall, request, respond, probe)");
+                + " send-orderly, send-batch, send-transaction, push-consume, pull-consume, sql-select, route,"
+                + " clusters, topic-route, recall, request, respond, probe)");
         }
         return o;
     }
@@ -238,6 +241,9 @@ public final class Peer {
             }
             if ("pull-consume".equals(command)) {
                 return Consume.pull(opts);
+            }
+            if ("sql-select".equals(command)) {
+                return Select.run(opts);
             }
             return AdminCommands.run(opts);
         } catch (Options.UsageError e) {
