@@ -74,7 +74,8 @@ def cluster_thread(store: Path, queues: int) -> Iterator[str]:
         thread.join(timeout=30)
 
 
-async def prefill(namesrv: str, count: int, body_size: int) -> None:
+async def prefill(namesrv: str, count: int, body_size: int, topic: str = TOPIC) -> None:
+    """``count`` messages of ``body_size`` bytes into ``topic``, in batches, several in flight."""
     body = b"x" * body_size
     async with Producer(
         "ConsumerBenchmarkFill", namesrv, config=ProducerConfig(send_timeout_ms=30_000)
@@ -86,7 +87,7 @@ async def prefill(namesrv: str, count: int, body_size: int) -> None:
 
         async def worker() -> None:
             for size in pending:
-                await producer.send_batch([Message(TOPIC, body) for _ in range(size)])
+                await producer.send_batch([Message(topic, body) for _ in range(size)])
 
         await asyncio.gather(*(worker() for _ in range(PREFILL_IN_FLIGHT)))
 
