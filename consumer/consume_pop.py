@@ -18,6 +18,7 @@ consumer does that too, while its dead-letter move is the 5.x proxy's (see :clas
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import time
@@ -46,8 +47,6 @@ FAILURE_PAUSE_S = 3.0
 
 #: ``(spec without the poll's own fields) -> PopResult``: one POP_MESSAGE to the queue's broker master.
 Pop = Callable[[MessageQueue, int, int], Awaitable[list[MessageExt]]]
-#: ``(message) -> None``: ACK_MESSAGE for one message.
-Ack = Callable[[MessageExt], Awaitable[None]]
 #: ``(message, invisible ms) -> None``: CHANGE_MESSAGE_INVISIBLETIME.
 Hide = Callable[[MessageExt, int], Awaitable[None]]
 
@@ -126,6 +125,59 @@ class PopReader:
                 self._submit(messages, self.pq, self.queue)
 
 
+class AckBatcher:
+    """Acknowledgements of handled messages, sent in the background and merged while one is on its way.
+
+    Java's push consumer sends one ACK_MESSAGE per message and does not wait for it. Here a worker hands
+    the message over and goes on; whatever accumulates while a send is under way goes out next as one call
+    of ``send`` (one BATCH_ACK_MESSAGE per broker and topic where the broker has it). A failed ack is
+    logged: its message comes back when its invisible time is up, as any unacknowledged one.
+    """
+
+    def __init__(self, send: Callable[[list[MessageExt]], Awaitable[None]], group: str) -> None:
+        self._send = send
+        self._group = group
+        self._pending: list[MessageExt] = []
+        self._wake = asyncio.Event()
+        self._idle = asyncio.Event()
+        self._idle.set()
+        self._task: asyncio.Task[None] | None = None
+
+    def start(self) -> None:
+        self._task = asyncio.get_running_loop().create_task(self._run(), name=f"pop-acks-{self._group}")
+
+    def add(self, messages: Sequence[MessageExt]) -> None:
+        self._pending.extend(messages)
+        self._idle.clear()
+        self._wake.set()
+
+    async def stop(self) -> None:
+        """Send what is pending, then end."""
+        if self._task is None:
+            return
+        if self._pending:
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(5):
+                    await self._idle.wait()
+        self._task.cancel()
+        await asyncio.gather(self._task, return_exceptions=True)
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            self._wake.clear()
+            batch, self._pending = self._pending, []
+            if batch:
+                try:
+                    await self._send(batch)
+                except (ConsumerError, RemotingError, ValueError) as exc:
+                    logger.warning(
+                        "group %s: acknowledging %d messages failed: %s", self._group, len(batch), exc
+                    )
+            if not self._pending:
+                self._idle.set()
+
+
 @dataclasses.dataclass(slots=True)
 class _Request:
     messages: list[MessageExt]
@@ -142,14 +194,14 @@ class PopConsumeService:
         group: str,
         handler: ConcurrentHandler,
         config: ConsumerConfig,
-        ack: Ack,
+        ack: Callable[[list[MessageExt]], Awaitable[None]],
         hide: Hide,
         stats: ConsumerStats,
     ) -> None:
         self._group = group
         self._handler = handler
         self._config = config
-        self._ack = ack
+        self._acks = AckBatcher(ack, group)
         self._hide = hide
         self._stats = stats
         self._requests: asyncio.Queue[_Request] = asyncio.Queue()
@@ -164,6 +216,7 @@ class PopConsumeService:
 
     def start(self) -> None:
         loop = asyncio.get_running_loop()
+        self._acks.start()
         self._workers = [
             loop.create_task(self._work(), name=f"pop-consume-{self._group}-{i}")
             for i in range(self._config.consume_workers)
@@ -182,6 +235,7 @@ class PopConsumeService:
         for task in self._workers:
             task.cancel()
         await asyncio.gather(*self._workers, return_exceptions=True)
+        await self._acks.stop()
 
     async def _work(self) -> None:
         while True:
@@ -225,8 +279,8 @@ class PopConsumeService:
         else:
             done = 0
         self._stats.consumed(topic, rt_ms, done, len(messages) - done)
-        for message in messages[:done]:
-            await self._quietly(self._ack(message), "acknowledging", message)
+        if done:
+            self._acks.add(messages[:done])
         for message in messages[done:]:
             await self._later(message, context.delay_level_when_next_consume)
         pq.waiting_ack -= len(messages)
@@ -243,7 +297,7 @@ class PopConsumeService:
                     message.msg_id,
                     message.reconsume_times,
                 )
-                await self._quietly(self._ack(message), "acknowledging", message)
+                self._acks.add([message])
                 return
             level = next(
                 (
@@ -258,7 +312,7 @@ class PopConsumeService:
         await self._quietly(self._hide(message, delay_seconds(level) * 1000), "delaying", message)
 
     async def _quietly(self, call: Awaitable[None], what: str, message: MessageExt) -> None:
-        """Ack and change failures are logged, not raised: the message then reappears after its time."""
+        """Change failures are logged, not raised: the message then reappears after its time."""
         try:
             await call
         except (ConsumerError, RemotingError, ValueError) as exc:

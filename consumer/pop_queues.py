@@ -37,7 +37,7 @@ class PopQueues:
             group=core.wire_group,
             handler=handler,
             config=core.config,
-            ack=lambda message: self._client.ack([message]),
+            ack=self._client.ack,
             hide=self._client.change_invisible_time,
             stats=core.stats,
         )

@@ -19,11 +19,14 @@ from collections.abc import Sequence
 
 import pytest
 
+from consumer.pop_requests import parse_assignment_response, query_assignment_request
 from producer import BlockingProducer, Message, SendResult
 from rocketmq_wire import RequestCode, ResponseCode
 from rocketmq_wire.bodies.pop import (
     BatchAckMessageRequestBody,
     MessageRequestMode,
+    QueryAssignmentRequestBody,
+    QueryAssignmentResponseBody,
     SetMessageRequestModeRequestBody,
 )
 from rocketmq_wire.command import RemotingCommand
@@ -261,6 +264,29 @@ async def test_javas_pop_consumer_and_broker_over_json(
     assert not failures, failures[:10]
     assert checked >= MESSAGES + 3
     print(f"{checked} POP headers checked, {constrained} with a key sharing its bucket")
+
+    # -- QUERY_ASSIGNMENT: Java's request body is the one the project builds from the same values, and
+    #    the broker's answer reads as POP for the topic
+    queried = 0
+    for _frame, cmd, answer in exchanges:
+        if cmd.code != RequestCode.QUERY_ASSIGNMENT or cmd.body is None:
+            continue
+        asked = QueryAssignmentRequestBody.from_json(cmd.body)
+        ours = query_assignment_request(
+            asked.topic or "",
+            group=asked.consumer_group or "",
+            client_id=asked.client_id or "",
+            strategy_name=asked.strategy_name or "",
+            message_model=asked.message_model or "",
+        )
+        assert ours.body == cmd.body, (ours.body, cmd.body)
+        if asked.topic == topic and answer is not None and answer.code == ResponseCode.SUCCESS:
+            assert QueryAssignmentResponseBody.from_json(answer.body).to_json() == answer.body
+            assigned = parse_assignment_response(answer, "captured")
+            assert assigned and {a.mode for a in assigned} == {MessageRequestMode.POP}
+            assert {a.message_queue.broker_name for a in assigned if a.message_queue} <= brokers
+            queried += 1
+    assert queried >= 1, requests
 
     # -- a batch ack, should the client send one, re-encodes as well
     for _frame, cmd, _answer in exchanges:
