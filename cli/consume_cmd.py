@@ -44,6 +44,14 @@ def consume(
     tag: Annotated[
         str, typer.Option("--tag", "-t", help="Tag expression, e.g. 'TagA || TagB' ('*': all)")
     ] = "*",
+    sql: Annotated[
+        str | None,
+        typer.Option(
+            "--sql",
+            help="A SQL92 filter on the message properties instead of tags, e.g. \"a > 5 AND region = 'eu'\" "
+            "(brokers need enablePropertyFilter=true)",
+        ),
+    ] = None,
     from_: Annotated[
         str,
         typer.Option(
@@ -61,6 +69,10 @@ def consume(
     secret_key: SecretKey = None,
 ) -> None:
     """Print a topic's messages as they arrive, committing them for the group; Ctrl-C stops."""
+    if sql is not None and tag != "*":
+        raise CliError("give either --tag or --sql, not both")
+    if sql is not None and not sql.strip():
+        raise CliError("--sql needs an expression")
     where = target(namesrv, access_key, secret_key)
     start, timestamp = start_position(from_)
     # the consumer is imported only now that the command line is known to be good
@@ -72,7 +84,7 @@ def consume(
 
     quiet_logging()
     try:
-        asyncio.run(main(where, topic, group, tag, start, timestamp, count, as_json))
+        asyncio.run(main(where, topic, group, tag, start, timestamp, count, as_json, sql=sql))
     except (ConsumerError, RemotingError, ValueError) as exc:
         raise CliError(str(exc)) from None
     except KeyboardInterrupt:

@@ -96,6 +96,8 @@ async def run_consume(
     count: int,
     printer: Printer,
     stop: asyncio.Event,
+    *,
+    sql: str | None = None,
 ) -> int:
     """Print messages until ``count`` were printed (0: no limit) or ``stop`` is set; returns how many."""
     consumer = PullConsumer(
@@ -113,7 +115,10 @@ async def run_consume(
             ssl=where.ssl,
         ),
     )
-    consumer.subscribe(topic, expression)
+    if sql is None:
+        consumer.subscribe(topic, expression)
+    else:
+        consumer.subscribe(topic, sql=sql)
     printed = 0
     await consumer.start()
     try:
@@ -145,6 +150,8 @@ async def main(
     timestamp: int | None,
     count: int,
     as_json: bool,
+    *,
+    sql: str | None = None,
 ) -> int:
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
@@ -153,7 +160,16 @@ async def main(
             loop.add_signal_handler(sig, stop.set)
     try:
         return await run_consume(
-            where, topic, group, expression, start, timestamp, count, Printer(sys.stdout, as_json), stop
+            where,
+            topic,
+            group,
+            expression,
+            start,
+            timestamp,
+            count,
+            Printer(sys.stdout, as_json),
+            stop,
+            sql=sql,
         )
     finally:
         for sig in (signal.SIGINT, signal.SIGTERM):

@@ -457,3 +457,22 @@ async def test_export_metrics(rmq: Rmq, tmp_path: Path) -> None:
     assert written["totalData"]["totalTps"]["totalNormalInTps"] == quota["tps"]["normalInTps"]
     missing = await rmq("exportMetrics", "-c", "Nope", "-f", str(tmp_path))
     assert (missing.exit_code, missing.stderr.strip()) == (1, "error: no cluster named 'Nope'")
+
+
+async def test_rocketmq_5_consumption_on_the_projects_broker_is_refused_in_one_line(rmq: Rmq) -> None:
+    """The project's broker announces 4.9.8 and filters by tag only: POP modes and SQL92 are refused,
+    each with one readable line naming why, and nothing is changed."""
+    await rmq.topic_with_messages(1)
+    mode = await rmq("group", "set-consume-mode", GROUP, "-t", TOPIC, "-m", "POP", "-c", "DefaultCluster")
+    assert mode.exit_code == 1
+    assert mode.stderr.strip() == (
+        f"error: a consume mode needs a V5_0_0 or later broker; {rmq.local.broker_address} is V4_9_8"
+    )
+    both = await rmq("consume", TOPIC, "-g", GROUP, "--tag", "TagA", "--sql", "a > 1")
+    assert (both.exit_code, both.stderr.strip()) == (1, "error: give either --tag or --sql, not both")
+    sql = await rmq("consume", TOPIC, "-g", GROUP, "--sql", "a > 1", "-c", "1")
+    assert sql.exit_code == 1 and len(sql.stderr.strip().splitlines()) == 1, sql.stderr
+    assert sql.stderr.startswith("error: ") and "SQL92" in sql.stderr and "Traceback" not in sql.output
+    bad = await rmq("group", "set-consume-mode", GROUP, "-t", TOPIC, "-m", "PUSH", "-c", "DefaultCluster")
+    assert bad.exit_code == 1
+    assert bad.stderr.strip() == "error: unknown consume mode 'PUSH'; choose PULL or POP"
