@@ -475,7 +475,7 @@ class Admin:
         return await lite.lite_group_info(self.rpc, parent_topic, group, lite_topic, top_k)
 
     async def lite_client_info(
-        self, parent_topic: str, group: str, client_id: str, max_count: int = lite.MAX_CLIENT_LITE_TOPICS
+        self, parent_topic: str, group: str, client_id: str, max_count: int = lite.DEFAULT_CLIENT_LITE_TOPICS
     ) -> list[BrokerAnswer[GetLiteClientInfoResponseBody]]:
         """One client's lite subscriptions on each broker (mqadmin ``getLiteClientInfo``)."""
         return await lite.lite_client_info(self.rpc, parent_topic, group, client_id, max_count)

@@ -40,6 +40,7 @@ from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.headers.lite import (
+    DEFAULT_MAX_COUNT,
     GetLiteClientInfoRequestHeader,
     GetLiteGroupInfoRequestHeader,
     GetLiteTopicInfoRequestHeader,
@@ -52,8 +53,9 @@ B = TypeVar("B", bound=JsonBody)
 
 #: mqadmin ``getLiteGroupInfo``'s ``-k`` default: how many of the most lagging lite topics each broker lists.
 DEFAULT_TOP_K = 20
-#: The most lite topics a 5.5.0 broker lists for one client (``LiteManagerProcessor``'s cap on ``maxCount``).
-MAX_CLIENT_LITE_TOPICS = 10_000
+#: How many of a client's lite topics mqadmin ``getLiteClientInfo`` asks each broker for (the header's
+#: initial ``maxCount``); a 5.5.0 broker lists at most 10,000 whatever is asked.
+DEFAULT_CLIENT_LITE_TOPICS = DEFAULT_MAX_COUNT
 
 _FEATURE = "the lite-topic admin requests"
 
@@ -234,10 +236,10 @@ def sum_group_lag(
 
 
 async def lite_client_info(
-    rpc: AdminRpc, parent_topic: str, group: str, client_id: str, max_count: int = MAX_CLIENT_LITE_TOPICS
+    rpc: AdminRpc, parent_topic: str, group: str, client_id: str, max_count: int = DEFAULT_CLIENT_LITE_TOPICS
 ) -> list[BrokerAnswer[GetLiteClientInfoResponseBody]]:
     """One client's lite subscriptions on each broker of the parent topic's route, up to ``max_count``
-    lite topics each (mqadmin ``getLiteClientInfo``, which asks for 0 and so gets refused by 5.5.0)."""
+    lite topics each (mqadmin ``getLiteClientInfo``)."""
     if max_count <= 0:
         raise AdminError("max_count must be positive: a 5.5 broker refuses to list fewer than one lite topic")
     header = GetLiteClientInfoRequestHeader(

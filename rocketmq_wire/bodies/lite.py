@@ -47,6 +47,8 @@ from rocketmq_wire.bodies.stats import OffsetWrapper, TopicOffset
 #: The broker's topic and group tables (``ConcurrentHashMap(1024)``), which its lite figures are collected
 #: from entry by entry: into a ``HashMap`` (``Collectors.toMap`` / ``groupingBy``) of ``HashSet`` values.
 _BROKER_TABLE = JavaTable(MapKind.CONCURRENT_HASH_MAP, 1024)
+#: What the lag bodies' ``earliestUnconsumedTimestamp`` starts as in Java, and stays when nothing is known.
+UNKNOWN_TIMESTAMP = -1
 FROM_BROKER_TABLE = JavaTable(MapKind.HASH_MAP, source=_BROKER_TABLE)
 
 
@@ -236,7 +238,7 @@ class LiteLagInfo(JsonBody):
 
     lite_topic: str | None = None
     lag_count: int = 0
-    earliest_unconsumed_timestamp: int = 0
+    earliest_unconsumed_timestamp: int = UNKNOWN_TIMESTAMP
 
     def to_bean(self) -> fastjson.Bean:
         return bean(
@@ -250,7 +252,7 @@ class LiteLagInfo(JsonBody):
         return cls(
             lite_topic=obj.get_str("liteTopic"),
             lag_count=obj.get_long("lagCount"),
-            earliest_unconsumed_timestamp=obj.get_long("earliestUnconsumedTimestamp"),
+            earliest_unconsumed_timestamp=obj.get_long("earliestUnconsumedTimestamp", UNKNOWN_TIMESTAMP),
         )
 
 
@@ -266,15 +268,15 @@ def _write_lags(lags: list[LiteLagInfo] | None) -> fastjson.JsonValue:
 class GetLiteGroupInfoResponseBody(JsonBody):
     """A lite group's lag on one broker (mqadmin ``getLiteGroupInfo``).
 
-    Asked about one lite topic, the broker fills ``lite_topic_offset_wrapper`` (when the group has an
-    offset there) or answers -1 for both totals (the lite topic is empty); asked about none, it fills the
-    two top-K lists, most lagging by count and by age.
+    Asked about one lite topic, the broker fills ``lite_topic_offset_wrapper`` when the group has an offset
+    there, and answers -1 for both totals when the lite topic is empty; asked about none, it fills the two
+    top-K lists, most lagging by count and by age. A timestamp nobody set stays -1 (Java's initial value).
     """
 
     group: str | None = None
     parent_topic: str | None = None
     lite_topic: str | None = None
-    earliest_unconsumed_timestamp: int = 0
+    earliest_unconsumed_timestamp: int = UNKNOWN_TIMESTAMP
     total_lag_count: int = 0
     lite_topic_offset_wrapper: OffsetWrapper | None = None
     lag_count_top_k: list[LiteLagInfo] | None = None
@@ -300,7 +302,7 @@ class GetLiteGroupInfoResponseBody(JsonBody):
             group=obj.get_str("group"),
             parent_topic=obj.get_str("parentTopic"),
             lite_topic=obj.get_str("liteTopic"),
-            earliest_unconsumed_timestamp=obj.get_long("earliestUnconsumedTimestamp"),
+            earliest_unconsumed_timestamp=obj.get_long("earliestUnconsumedTimestamp", UNKNOWN_TIMESTAMP),
             total_lag_count=obj.get_long("totalLagCount"),
             lite_topic_offset_wrapper=None if wrapper is None else OffsetWrapper.from_object(wrapper),
             lag_count_top_k=obj.items_of("lagCountTopK", _read_lag),

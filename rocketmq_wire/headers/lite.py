@@ -20,6 +20,9 @@ from rocketmq_wire.codes import RequestCode
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.base import CommandHeader, jint, jstr
 
+#: ``GetLiteClientInfoRequestHeader.maxCount``'s initial value: what mqadmin asks for.
+DEFAULT_MAX_COUNT = 1000
+
 
 @dataclasses.dataclass(slots=True, kw_only=True)
 class GetParentTopicInfoRequestHeader(CommandHeader):
@@ -58,15 +61,15 @@ class GetLiteGroupInfoRequestHeader(CommandHeader):
 class GetLiteClientInfoRequestHeader(CommandHeader):
     """GET_LITE_CLIENT_INFO: the lite topics one client of a group subscribes to (at most ``maxCount``).
 
-    ``maxCount`` is a Java ``int`` (Java always sends it, 0 when not set) and must be positive: the broker's
-    decoding refuses the request otherwise (a missing one reads as 0), and :meth:`check` does too.
+    ``maxCount`` is a Java ``int`` initialised to 1000, so always sent (and 1000 when the request has none);
+    it must be positive: the broker's decoding refuses the request otherwise, and :meth:`check` does too.
     """
 
     REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.GET_LITE_CLIENT_INFO,)
 
     parent_topic: str | None = jstr("parentTopic")
     client_id: str | None = jstr("clientId")
-    max_count: int | None = jint("maxCount")
+    max_count: int | None = jint("maxCount", default=DEFAULT_MAX_COUNT)
     group: str | None = jstr("group")
 
     def check(self) -> None:

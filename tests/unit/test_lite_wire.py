@@ -148,12 +148,15 @@ def test_int_fields_are_java_ints() -> None:
 
 
 def test_a_client_info_request_must_ask_for_at_least_one_lite_topic() -> None:
-    """The 5.5.0 broker's decoding runs ``checkFields``, which refuses ``maxCount`` below 1."""
+    """The 5.5.0 broker's decoding runs ``checkFields``, which refuses a ``maxCount`` below 1."""
     ext = {"parentTopic": "P", "group": "G", "clientId": "c"}
     assert GetLiteClientInfoRequestHeader.from_ext({**ext, "maxCount": "5"}).max_count == 5
-    for refused in ({"maxCount": "0"}, {"maxCount": "-1"}, {}):
+    for refused in ("0", "-1"):
         with pytest.raises(CodecError, match="maxCount must be positive"):
-            GetLiteClientInfoRequestHeader.from_ext({**ext, **refused})
+            GetLiteClientInfoRequestHeader.from_ext({**ext, "maxCount": refused})
+    # Java initialises it to 1000: what a request without one means, and what a header built here holds.
+    assert GetLiteClientInfoRequestHeader.from_ext(ext).max_count == 1000
+    assert GetLiteClientInfoRequestHeader().max_count == 1000
 
 
 # -- bodies ----------------------------------------------------------------------------------------------
@@ -271,7 +274,7 @@ def test_lite_group_info_json() -> None:
         lag_timestamp_top_k=[],
     )
     assert top.to_json() == (
-        b'{"earliestUnconsumedTimestamp":0,"group":"G","lagCountTopK":[{"earliestUnconsumedTimestamp":3,'
+        b'{"earliestUnconsumedTimestamp":-1,"group":"G","lagCountTopK":[{"earliestUnconsumedTimestamp":3,'
         b'"lagCount":7,"liteTopic":"b"}],"lagTimestampTopK":[],"parentTopic":"P","totalLagCount":0}'
     )
     assert GetLiteGroupInfoResponseBody.from_json(top.to_json()) == top
