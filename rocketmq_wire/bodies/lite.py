@@ -315,7 +315,8 @@ class GetLiteClientInfoResponseBody(JsonBody):
     """One client's lite subscriptions on one broker (mqadmin ``getLiteClientInfo``).
 
     ``lite_topic_count`` is how many lite topics the client subscribes to (-1: no subscription at all) and
-    ``lite_topic_set`` up to the ``maxCount`` asked of them: the subscription's own set
+    ``lite_topic_set`` up to the ``maxCount`` asked of them, by their light queue names
+    (:func:`rocketmq_wire.topics.lite_queue_name`): the subscription's own set
     (``ConcurrentHashMap.newKeySet``) when all fit, else a ``HashSet`` of the first ones.
     ``last_access_time`` is when the client last asked for lite messages (-1 when never).
     """

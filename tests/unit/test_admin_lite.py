@@ -2,24 +2,45 @@
 that come before anything is sent (a broker older than 5.5.0, the ROCKETMQ serialization), against the
 project's NameServer and Broker in-process, which are not 5.5 brokers.
 
-The requests and answers themselves are held to Apache's 5.5.0 mqadmin and broker by
-``tests/integration/test_lite_admin.py``.
+It also renders the ``rmq lite`` tables. The requests and answers themselves are held to Apache's 5.5.0
+mqadmin and broker by ``tests/integration/test_lite_admin.py``.
 """
 
 from __future__ import annotations
 
 import asyncio
+import io
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from rich.console import Console
+from rich.table import Table
 from typer.testing import CliRunner
 
 from admin import Admin, AdminError, BrokerAnswer, BrokerVersionError
 from admin.lite import sum_group_lag
+from cli.lite_render import (
+    broker_lite_detail,
+    broker_lite_table,
+    lite_client_table,
+    lite_group_tables,
+    lite_topic_table,
+    parent_topic_table,
+)
 from cli.local_cluster import LocalCluster, LocalClusterSettings
 from cli.main import app
-from rocketmq_wire.bodies import GetLiteGroupInfoResponseBody, LiteLagInfo
+from rocketmq_wire.bodies import (
+    ClientGroup,
+    GetBrokerLiteInfoResponseBody,
+    GetLiteClientInfoResponseBody,
+    GetLiteGroupInfoResponseBody,
+    GetLiteTopicInfoResponseBody,
+    GetParentTopicInfoResponseBody,
+    LiteLagInfo,
+    OffsetWrapper,
+    TopicOffset,
+)
 from rocketmq_wire.codes import SerializeType
 
 
@@ -96,3 +117,38 @@ async def test_a_broker_older_than_5_5_is_refused_before_anything_is_sent(local:
         assert "V5_5_0" in line, line
     both = await asyncio.to_thread(runner.invoke, app, ["lite", "broker-info"], env=env)
     assert both.exit_code != 0 and "--cluster or --broker" in both.output
+
+
+def _text(*tables: Table) -> str:
+    console = Console(width=240, record=True, file=io.StringIO())
+    for table in tables:
+        console.print(table)
+    return console.export_text()
+
+
+def test_lite_tables_show_each_broker_or_its_error() -> None:
+    """What ``rmq lite`` prints: a row per broker; one that refused shows its error in place of figures."""
+    refused = "lite info refused by b:10911 (code 3 REQUEST_CODE_NOT_SUPPORTED)"
+    info = GetBrokerLiteInfoResponseBody(store_type="default", max_lmq_num=20000, topic_meta={"P": -1})
+    text = _text(
+        broker_lite_table(
+            [BrokerAnswer("a", "a:10911", answer=info), BrokerAnswer("b", "b:10911", error=refused)]
+        )
+    )
+    assert "a:10911" in text and "20000" in text and f"error: {refused}" in text
+    assert broker_lite_detail(BrokerAnswer("a", "a:10911", answer=info))[0] == 'a:10911 topic meta: {"P": -1}'
+    parent = GetParentTopicInfoResponseBody(topic="P", ttl=-1, groups=["G"], lmq_num=2, lite_topic_count=1)
+    assert "G" in _text(parent_topic_table("P", [BrokerAnswer("broker-a", "a:1", answer=parent)]))
+    topic = GetLiteTopicInfoResponseBody(
+        subscriber=[ClientGroup("c", "G")], topic_offset=TopicOffset(max_offset=3), sharding_to_broker=True
+    )
+    assert "yes" in _text(lite_topic_table("t", [BrokerAnswer("broker-a", "a:1", answer=topic)]))
+    client = GetLiteClientInfoResponseBody(lite_topic_count=-1, last_access_time=-1)
+    assert "-" in _text(lite_client_table("c", [BrokerAnswer("broker-a", "a:1", answer=client)]))
+    one = GetLiteGroupInfoResponseBody(
+        lite_topic_offset_wrapper=OffsetWrapper(broker_offset=5, consumer_offset=2), total_lag_count=3
+    )
+    lag = sum_group_lag("G", "P", "l", [BrokerAnswer("broker-a", "a:1", answer=one)])
+    assert "broker-a" in _text(*lite_group_tables(lag))
+    top = sum_group_lag("G", "P", None, [BrokerAnswer("broker-a", "a:1", error=refused)])
+    assert refused in _text(*lite_group_tables(top))
