@@ -25,7 +25,7 @@ MESSAGE_TYPE: Final = "message.type"
 QUEUE_TYPE: Final = "queue.type"
 CLEANUP_POLICY: Final = "cleanup.policy"
 RESERVE_TIME: Final = "reserve.time"
-#: A LITE topic's lite topics' expiration (5.5): -1 (the default: none) up to 43200 (30 days in minutes).
+#: A LITE topic's lite topics' expiration (5.5): -1 by default, at most 43200 (30 days in minutes).
 LITE_TOPIC_EXPIRATION: Final = "lite.topic.expiration"
 
 
