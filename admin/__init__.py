@@ -12,9 +12,9 @@ Results are frozen records (:mod:`admin.models`) or the wire bodies themselves (
 failures raise :class:`AdminError` subclasses (:mod:`admin.errors`). Requests are signed when ACL
 credentials are given. Modules: ``cluster`` (NameServer data, KV), ``topics``, ``brokers``, ``consumers``
 (progress, connections, offsets), ``groups`` (group settings, broker-wide progress, offset cloning),
-``namesrv`` (write permission, NameServer settings, order confs), ``messages`` (view, key queries, pull),
-``acl`` (4.9.x plain ACL), ``auth`` (5.x users and ACLs: :class:`UserInfo`, :class:`AclInfo`), ``rpc``
-(signing, fail-over).
+``namesrv`` (write permission, NameServer settings, order confs), ``lite`` (5.5's lite topics), ``messages``
+(view, key queries, pull), ``acl`` (4.9.x plain ACL), ``auth`` (5.x users and ACLs: :class:`UserInfo`,
+:class:`AclInfo`), ``rpc`` (signing, fail-over).
 """
 
 from admin.admin import DEFAULT_TIMEOUT_MS, Admin
@@ -31,6 +31,7 @@ from admin.errors import (
     UnreachableError,
 )
 from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
+from admin.lite import BrokerAnswer, LiteGroupLag
 from admin.messages import ConsumeQueueAnswer
 from admin.models import (
     BrokerAddress,
@@ -62,6 +63,7 @@ __all__ = [
     "AdminError",
     "BlockingAdmin",
     "BrokerAddress",
+    "BrokerAnswer",
     "BrokerRt",
     "BrokerVersionError",
     "ClientConnection",
@@ -71,6 +73,7 @@ __all__ = [
     "ConsumerProgress",
     "GroupConfigOnBroker",
     "GroupDeleted",
+    "LiteGroupLag",
     "MessageNotFoundError",
     "OffsetCloned",
     "OffsetReset",

@@ -12,10 +12,25 @@ from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
-from admin import acl, auth, brokers, cluster, consumers, export, groups, messages, namesrv, rt, stats, topics
+from admin import (
+    acl,
+    auth,
+    brokers,
+    cluster,
+    consumers,
+    export,
+    groups,
+    lite,
+    messages,
+    namesrv,
+    rt,
+    stats,
+    topics,
+)
 from admin.acl import AclVersionInfo
 from admin.errors import AdminError
 from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
+from admin.lite import BrokerAnswer, LiteGroupLag
 from admin.models import (
     BrokerAddress,
     ClientConnection,
@@ -38,6 +53,10 @@ from rocketmq_wire.bodies import (
     ConsumerRunningInfo,
     ConsumeStatsList,
     GetBrokerClusterAclConfigResponseBody,
+    GetBrokerLiteInfoResponseBody,
+    GetLiteClientInfoResponseBody,
+    GetLiteTopicInfoResponseBody,
+    GetParentTopicInfoResponseBody,
     MessageQueue,
     PlainAccessConfig,
     ProducerTableInfo,
@@ -424,6 +443,48 @@ class Admin:
         self, group: str, topic: str, timestamp_ms: int, *, force: bool = True
     ) -> list[OffsetReset]:
         return await consumers.reset_offset_by_time(self.rpc, group, topic, timestamp_ms, force=force)
+
+    # -- lite topics (5.5; see admin.lite) ---------------------------------------------------------------
+
+    async def broker_lite_info(self, broker_addr: str) -> GetBrokerLiteInfoResponseBody:
+        """One broker's lite figures (mqadmin ``getBrokerLiteInfo -b``)."""
+        return await lite.broker_lite_info(self.rpc, broker_addr)
+
+    async def cluster_lite_info(self, cluster: str) -> list[BrokerAnswer[GetBrokerLiteInfoResponseBody]]:
+        """Every master's lite figures (mqadmin ``getBrokerLiteInfo -c``)."""
+        return await lite.cluster_lite_info(self.rpc, cluster)
+
+    async def parent_topic_info(self, topic: str) -> list[BrokerAnswer[GetParentTopicInfoResponseBody]]:
+        """A LITE parent topic on each broker of its route (mqadmin ``getParentTopicInfo``)."""
+        return await lite.parent_topic_info(self.rpc, topic)
+
+    async def lite_topic_info(
+        self, parent_topic: str, lite_topic: str
+    ) -> list[BrokerAnswer[GetLiteTopicInfoResponseBody]]:
+        """One lite topic's offsets and subscribers on each broker (mqadmin ``getLiteTopicInfo``)."""
+        return await lite.lite_topic_info(self.rpc, parent_topic, lite_topic)
+
+    async def lite_group_info(
+        self,
+        parent_topic: str,
+        group: str,
+        lite_topic: str | None = None,
+        top_k: int = lite.DEFAULT_TOP_K,
+    ) -> LiteGroupLag:
+        """A lite group's lag, per broker and in sum (mqadmin ``getLiteGroupInfo``)."""
+        return await lite.lite_group_info(self.rpc, parent_topic, group, lite_topic, top_k)
+
+    async def lite_client_info(
+        self, parent_topic: str, group: str, client_id: str, max_count: int = lite.DEFAULT_CLIENT_LITE_TOPICS
+    ) -> list[BrokerAnswer[GetLiteClientInfoResponseBody]]:
+        """One client's lite subscriptions on each broker (mqadmin ``getLiteClientInfo``)."""
+        return await lite.lite_client_info(self.rpc, parent_topic, group, client_id, max_count)
+
+    async def trigger_lite_dispatch(
+        self, parent_topic: str, group: str, client_id: str | None = None, broker_name: str | None = None
+    ) -> list[BrokerAnswer[None]]:
+        """Offer a lite group's ready lite topics to its clients again (mqadmin ``triggerLiteDispatch``)."""
+        return await lite.trigger_lite_dispatch(self.rpc, parent_topic, group, client_id, broker_name)
 
     # -- messages --------------------------------------------------------------------------------------
 

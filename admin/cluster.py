@@ -35,6 +35,17 @@ def preferred_addr(data: BrokerData) -> str | None:
     return master if master is not None else data.broker_addrs[min(data.broker_addrs)]
 
 
+def route_brokers(route: TopicRouteData) -> list[tuple[str, str]]:
+    """(broker name, address to ask) of every broker group of a route, by name; groups with no address
+    left out."""
+    found: list[tuple[str, str]] = []
+    for data in sorted(route.broker_datas, key=lambda d: d.broker_name or ""):
+        addr = preferred_addr(data)
+        if addr is not None:
+            found.append((data.broker_name or "", addr))
+    return found
+
+
 def _unreadable(what: str, exc: CodecError) -> AdminError:
     return AdminError(f"unreadable {what} from the NameServer: {exc}")
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import logging
 
-from admin.cluster import cluster_brokers, preferred_addr, topic_route
+from admin.cluster import cluster_brokers, route_brokers, topic_route
 from admin.errors import AdminError, ConsumerNotOnlineError, OffsetResetPendingError
 from admin.models import (
     ClientConnection,
@@ -67,17 +67,8 @@ async def _group_brokers(rpc: AdminRpc, group: str, topic: str | None) -> list[t
             continue
         route = await rpc.route(candidate)
         if route is not None and route.broker_datas:
-            return _route_brokers(route)
+            return route_brokers(route)
     return [(b.broker_name, b.addr) for b in await cluster_brokers(rpc, masters_only=True)]
-
-
-def _route_brokers(route: TopicRouteData) -> list[tuple[str, str]]:
-    found: list[tuple[str, str]] = []
-    for data in sorted(route.broker_datas, key=lambda d: d.broker_name or ""):
-        addr = preferred_addr(data)
-        if addr is not None:
-            found.append((data.broker_name or "", addr))
-    return found
 
 
 async def _consume_stats(rpc: AdminRpc, addr: str, group: str, topic: str | None) -> ConsumeStats:
@@ -202,7 +193,7 @@ async def consumer_running_info(
 async def producer_connections(rpc: AdminRpc, group: str, topic: str) -> list[ClientConnection]:
     """Live connections of a producer group, from the brokers of a topic it sends to (deduplicated)."""
     seen: dict[str, ClientConnection] = {}
-    for _name, addr in _route_brokers(await topic_route(rpc, topic)):
+    for _name, addr in route_brokers(await topic_route(rpc, topic)):
         header = GetProducerConnectionListRequestHeader(producer_group=group)
         response = await rpc.server(
             addr, RemotingCommand.request(RequestCode.GET_PRODUCER_CONNECTION_LIST, header)
@@ -235,7 +226,7 @@ async def producer_table(rpc: AdminRpc, broker_addr: str) -> ProducerTableInfo:
 
 
 def _broker_of(route: TopicRouteData, topic: str, broker_name: str | None) -> tuple[str, str]:
-    brokers = _route_brokers(route)
+    brokers = route_brokers(route)
     if broker_name is None:
         if len(brokers) != 1:
             names = ", ".join(name for name, _ in brokers)
@@ -350,7 +341,7 @@ async def reset_offset_by_time(
     route = await topic_route(rpc, topic)
     read_queues = {q.broker_name: q.read_queue_nums for q in route.queue_datas}
     rows: list[OffsetReset] = []
-    for name, addr in _route_brokers(route):
+    for name, addr in route_brokers(route):
         header = ResetOffsetRequestHeader(topic=topic, group=group, timestamp=timestamp_ms, is_force=force)
         response = await rpc.server(
             addr, RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, header)

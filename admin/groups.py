@@ -15,8 +15,8 @@ import logging
 from collections.abc import Sequence
 
 from admin.brokers import require_broker_version
-from admin.cluster import cluster_brokers, cluster_info, preferred_addr, topic_route
-from admin.consumers import _commit, _consume_stats, _group_brokers, _route_brokers
+from admin.cluster import cluster_brokers, cluster_info, preferred_addr, route_brokers, topic_route
+from admin.consumers import _commit, _consume_stats, _group_brokers
 from admin.errors import AdminError
 from admin.rpc import AdminRpc, check
 from admin.topics import delete_topic
@@ -188,7 +188,7 @@ async def clone_group_offset(
     """
     _checked_group(src_group)
     _checked_group(dest_group)
-    addrs = dict(_route_brokers(await topic_route(rpc, topic)))
+    addrs = dict(route_brokers(await topic_route(rpc, topic)))
     cloned: list[OffsetCloned] = []
     for name, addr in await _group_brokers(rpc, src_group, topic):
         stats = await _consume_stats(rpc, addr, src_group, topic)

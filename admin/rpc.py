@@ -82,6 +82,8 @@ class AdminRpc:
             serialize_type=serialize_type,
         )
         self.timeout_ms = timeout_ms
+        #: How request headers are serialized (requests whose code needs more than 16 bits need JSON).
+        self.serialize_type = serialize_type
         self.namesrv_addrs = list(namesrv_addrs)
         self._instance, self._member = join_standalone(self.namesrv_addrs, settings, ADMIN_EXT_GROUP, rng=rng)
         self.client = self._instance.remoting

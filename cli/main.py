@@ -10,7 +10,7 @@ twice here.
 
 The command modules import their heavy parts (clients, servers, tables) only when a command runs, and
 :func:`main` has typer build the parser of the one command being called: every ``rmq`` call is a fresh
-interpreter, and typer would otherwise read the signatures of every command (over a hundred, with the 66
+interpreter, and typer would otherwise read the signatures of every command (over a hundred, with the 72
 mqadmin aliases) first.
 """
 
@@ -32,6 +32,7 @@ from cli import (
     cluster_admin_cmd,
     group_cmd,
     kv_cmd,
+    lite_cmd,
     message_cmd,
     topic_cmd,
     user_cmd,
@@ -46,6 +47,7 @@ from cli.errors import OneLineErrorsGroup
 from cli.group_cmd import group_app
 from cli.inspect_cmd import inspect
 from cli.kv_cmd import kv_app
+from cli.lite_cmd import lite_app
 from cli.message_cmd import message_app
 from cli.namesrv_cmd import namesrv
 from cli.quickstart_cmd import quickstart
@@ -101,6 +103,7 @@ group_app.command("reset-offset")(reset_offset)
 
 app.command(rich_help_panel=TOPIC)(route)
 app.add_typer(topic_app, name="topic", rich_help_panel=TOPIC)
+app.add_typer(lite_app, name="lite", rich_help_panel=TOPIC)
 app.add_typer(group_app, name="group", rich_help_panel=GROUP)
 app.command("consumer-progress", rich_help_panel=GROUP)(consumer_progress)
 app.command("consumer-connections", rich_help_panel=GROUP)(consumer_connections)
@@ -192,6 +195,12 @@ MQADMIN_ALIASES: dict[str, Callable[..., Any]] = {
     "exportMetadata": cluster_admin_cmd.export_metadata,
     "exportConfigs": cluster_admin_cmd.export_configs,
     "exportMetrics": cluster_admin_cmd.export_metrics,
+    "getBrokerLiteInfo": lite_cmd.broker_info,
+    "getParentTopicInfo": lite_cmd.parent_topic,
+    "getLiteTopicInfo": lite_cmd.lite_topic,
+    "getLiteGroupInfo": lite_cmd.lite_group,
+    "getLiteClientInfo": lite_cmd.lite_client,
+    "triggerLiteDispatch": lite_cmd.trigger_dispatch,
 }
 for _name, _command in MQADMIN_ALIASES.items():
     app.command(_name, hidden=True)(_command)

@@ -243,6 +243,19 @@ class RequestCode(_OpenIntEnum):
     POP_ROLLBACK = 200056
     BATCH_ACK_MESSAGE = 200151
 
+    # LiteTopic (5.5): light topics under a LITE parent topic. The consumption codes (70-73) are sent by
+    # Apache's proxy only; the rest are mqadmin's lite commands.
+    POP_LITE_MESSAGE = 200070
+    LITE_SUBSCRIPTION_CTL = 200071
+    ACK_LITE_MESSAGE = 200072
+    NOTIFY_UNSUBSCRIBE_LITE = 200073
+    GET_BROKER_LITE_INFO = 200074
+    GET_PARENT_TOPIC_INFO = 200075
+    GET_LITE_TOPIC_INFO = 200076
+    GET_LITE_CLIENT_INFO = 200077
+    GET_LITE_GROUP_INFO = 200078
+    TRIGGER_LITE_DISPATCH = 200079
+
 
 class ResponseCode(_OpenIntEnum):
     """Response codes (``ResponseCode.java`` and ``RemotingSysResponseCode.java``).
@@ -328,6 +341,10 @@ class ResponseCode(_OpenIntEnum):
     CONTROLLER_BROKER_ID_INVALID = 2014
     CONTROLLER_JRAFT_INTERNAL_ERROR = 2015
     CONTROLLER_BROKER_LIVE_INFO_NOT_EXISTS = 2016
+
+    # LMQ and LiteTopic quotas (5.5).
+    LMQ_QUOTA_EXCEEDED = 2017
+    LITE_SUBSCRIPTION_QUOTA_EXCEEDED = 2018
 
     # Authentication / authorization (5.3).
     USER_NOT_EXIST = 3001

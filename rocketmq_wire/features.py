@@ -22,3 +22,6 @@ TOPIC_ATTRIBUTES: Final = MQVersion.value_of("V5_0_0")
 POP_CONSUMPTION: Final = MQVersion.value_of("V5_0_0")
 #: BATCH_ACK_MESSAGE (registered by the broker from 5.1.3 on).
 BATCH_ACK: Final = MQVersion.value_of("V5_1_3")
+#: The lite-topic admin reads (GET_BROKER_LITE_INFO ... TRIGGER_LITE_DISPATCH, ``LiteManagerProcessor``, new
+#: in 5.5.0). An older broker answers them REQUEST_CODE_NOT_SUPPORTED; refusing first says why.
+LITE_TOPIC: Final = MQVersion.value_of("V5_5_0")

@@ -25,15 +25,22 @@ MESSAGE_TYPE: Final = "message.type"
 QUEUE_TYPE: Final = "queue.type"
 CLEANUP_POLICY: Final = "cleanup.policy"
 RESERVE_TIME: Final = "reserve.time"
+#: A LITE topic's lite topics' expiration (5.5): -1 by default, at most 43200 (30 days in minutes).
+LITE_TOPIC_EXPIRATION: Final = "lite.topic.expiration"
 
 
 class TopicMessageType(enum.Enum):
-    """``message.type`` values (Java's ``TopicMessageType``; MIXED needs ``enableMixedMessageType``)."""
+    """``message.type`` values (Java's ``TopicMessageType``; MIXED needs ``enableMixedMessageType``).
+
+    PRIORITY and LITE are 5.5's: a LITE topic is the parent of lite topics (``docs/lite-topics.md``).
+    """
 
     NORMAL = "NORMAL"
     FIFO = "FIFO"
     DELAY = "DELAY"
     TRANSACTION = "TRANSACTION"
+    PRIORITY = "PRIORITY"
+    LITE = "LITE"
     MIXED = "MIXED"
 
 

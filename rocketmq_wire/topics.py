@@ -63,6 +63,10 @@ _VALID_NAME = re.compile(r"[%|a-zA-Z0-9_-]+")
 
 NAMESPACE_SEPARATOR: Final = "%"
 
+#: How the light queue of a 5.5 lite topic is named: this prefix, the parent topic, ``$``, the lite topic.
+LITE_QUEUE_PREFIX: Final = "%LMQ%$"
+LITE_QUEUE_SEPARATOR: Final = "$"
+
 
 def retry_topic(group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group
@@ -91,6 +95,12 @@ def is_system_resource(resource: str) -> bool:
 
 def reply_topic(cluster: str) -> str:
     return cluster + REPLY_TOPIC_SUFFIX
+
+
+def lite_queue_name(parent_topic: str, lite_topic: str) -> str:
+    """The light queue (LMQ) in which a 5.5 broker keeps ``lite_topic`` of ``parent_topic``
+    (``LiteUtil.toLmqName``); mqadmin prints it, and the broker keeps the lite topic's offsets under it."""
+    return f"{LITE_QUEUE_PREFIX}{parent_topic}{LITE_QUEUE_SEPARATOR}{lite_topic}"
 
 
 def validate_topic(topic: str | None) -> tuple[int, str] | None:

@@ -5,6 +5,8 @@ entry that is not a known out-of-band key and renders each value back to the cap
 :func:`key_order_mismatch` checks the declared field order: the header's entries inserted first into a Java
 ``HashMap`` and the rest after them must land every key where Java's map put it (keys that share a bucket
 keep their insertion order, so a wrong order shows where two keys collide: :func:`order_is_constrained`).
+:func:`java_field_walk` gives the order a 5.x header's fields come in (its ``HashSet<Field>``), which the
+header classes declare.
 """
 
 from __future__ import annotations
@@ -14,7 +16,10 @@ import itertools
 from rocketmq_wire.command import RemotingCommand
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.headers.base import CommandHeader
-from rocketmq_wire.javahash import bucket_of, final_table_size, hashmap_order
+from rocketmq_wire.javahash import bucket_of, final_table_size, hashmap_order, java_string_hash
+
+#: The package of Apache's request and response header classes (their names go into the field hashes).
+HEADER_PACKAGE = "org.apache.rocketmq.remoting.protocol.header."
 
 #: Ext entries that are not header fields, and who puts them there.
 NON_HEADER_KEYS = {
@@ -92,3 +97,16 @@ def order_is_constrained(cmd: RemotingCommand, header_cls: type[CommandHeader]) 
         if (a in header_keys or b in header_keys) and bucket_of(a, size) == bucket_of(b, size):
             return True
     return False
+
+
+def java_field_walk(entries: list[tuple[str, str]]) -> list[str]:
+    """The order ``new HashSet<Field>()`` filled with these (declaring class, field) pairs iterates in:
+    ``Field.hashCode`` is the class name's hash XOR the field name's, spread and masked as in a HashMap."""
+    table = 16
+    hashes = []
+    for count, (cls, name) in enumerate(entries, 1):
+        h = (java_string_hash(cls) ^ java_string_hash(name)) & 0xFFFFFFFF
+        hashes.append((h ^ (h >> 16), name))
+        if count > table * 3 // 4:
+            table *= 2
+    return [name for h, name in sorted(hashes, key=lambda e: (e[0] & (table - 1), hashes.index(e)))]

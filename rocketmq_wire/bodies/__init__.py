@@ -40,6 +40,15 @@ from rocketmq_wire.bodies.heartbeat import (
 )
 from rocketmq_wire.bodies.java_collections import JavaMap, JavaSet
 from rocketmq_wire.bodies.kv import KVTable
+from rocketmq_wire.bodies.lite import (
+    ClientGroup,
+    GetBrokerLiteInfoResponseBody,
+    GetLiteClientInfoResponseBody,
+    GetLiteGroupInfoResponseBody,
+    GetLiteTopicInfoResponseBody,
+    GetParentTopicInfoResponseBody,
+    LiteLagInfo,
+)
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.pop import (
@@ -109,6 +118,7 @@ __all__ = [
     "BrokerStatsItem",
     "CMResult",
     "CheckClientRequestBody",
+    "ClientGroup",
     "ClusterInfo",
     "Connection",
     "ConsumeFromWhere",
@@ -123,13 +133,19 @@ __all__ = [
     "ConsumerRunningInfo",
     "DataVersion",
     "GetBrokerClusterAclConfigResponseBody",
+    "GetBrokerLiteInfoResponseBody",
     "GetConsumerListByGroupResponseBody",
+    "GetLiteClientInfoResponseBody",
+    "GetLiteGroupInfoResponseBody",
+    "GetLiteTopicInfoResponseBody",
+    "GetParentTopicInfoResponseBody",
     "GroupList",
     "HeartbeatData",
     "JavaMap",
     "JavaSet",
     "JsonBody",
     "KVTable",
+    "LiteLagInfo",
     "LockBatchRequestBody",
     "LockBatchResponseBody",
     "LogicQueueMappingItem",

@@ -31,6 +31,13 @@ from rocketmq_wire.bodies.consumer import (
 )
 from rocketmq_wire.bodies.heartbeat import HeartbeatData
 from rocketmq_wire.bodies.kv import KVTable
+from rocketmq_wire.bodies.lite import (
+    GetBrokerLiteInfoResponseBody,
+    GetLiteClientInfoResponseBody,
+    GetLiteGroupInfoResponseBody,
+    GetLiteTopicInfoResponseBody,
+    GetParentTopicInfoResponseBody,
+)
 from rocketmq_wire.bodies.lock import LockBatchRequestBody, LockBatchResponseBody, UnlockBatchRequestBody
 from rocketmq_wire.bodies.pop import (
     BatchAckMessageRequestBody,
@@ -154,6 +161,11 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         RequestCode.AUTH_LIST_ACL: AclInfoList,  # a JSON array
         RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: MessageRequestModeSerializeWrapper,
         RequestCode.QUERY_ASSIGNMENT: QueryAssignmentResponseBody,
+        RequestCode.GET_BROKER_LITE_INFO: GetBrokerLiteInfoResponseBody,
+        RequestCode.GET_PARENT_TOPIC_INFO: GetParentTopicInfoResponseBody,
+        RequestCode.GET_LITE_TOPIC_INFO: GetLiteTopicInfoResponseBody,
+        RequestCode.GET_LITE_GROUP_INFO: GetLiteGroupInfoResponseBody,
+        RequestCode.GET_LITE_CLIENT_INFO: GetLiteClientInfoResponseBody,
     }
 )
 

@@ -24,6 +24,7 @@ from rocketmq_wire.headers import (
     RESPONSE_HEADERS,
     CreateTopicRequestHeader,
     EndTransactionRequestHeader,
+    GetLiteClientInfoRequestHeader,
     PullMessageRequestHeader,
     PullMessageResponseHeader,
     RegisterBrokerRequestHeader,
@@ -310,6 +311,12 @@ _OVERRIDES: dict[tuple[type[CommandHeader], str], st.SearchStrategy[Any]] = {
 }
 
 
+#: Fields a header's ``checkFields`` insists on (set, and in range) although Java does not mark them required.
+_CHECKED: dict[tuple[type[CommandHeader], str], st.SearchStrategy[Any]] = {
+    (GetLiteClientInfoRequestHeader, "maxCount"): st.integers(min_value=1, max_value=(1 << 31) - 1),
+}
+
+
 def header_strategy(cls: type[CommandHeader]) -> st.SearchStrategy[CommandHeader]:
     """Any header of the class that Java could decode: required fields set, the rest maybe null."""
     kwargs: dict[str, st.SearchStrategy[Any]] = {}
@@ -319,7 +326,8 @@ def header_strategy(cls: type[CommandHeader]) -> st.SearchStrategy[CommandHeader
             low, high = java_int_range(f.bits)  # what the field's Java type holds
             kind = st.integers(min_value=low, max_value=high)
         value = _OVERRIDES.get((cls, f.java), kind)
-        kwargs[f.attr] = value if f.required else st.none() | value
+        checked = _CHECKED.get((cls, f.java))
+        kwargs[f.attr] = checked if checked is not None else value if f.required else st.none() | value
     return st.builds(cls, **kwargs)
 
 

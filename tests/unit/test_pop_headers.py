@@ -33,7 +33,6 @@ from rocketmq_wire.headers.pop import (
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
-from rocketmq_wire.javahash import java_string_hash
 from rocketmq_wire.pop_extra import (
     ExtraInfo,
     PoppedMessage,
@@ -48,6 +47,7 @@ from rocketmq_wire.pop_extra import (
     real_topic,
     retry_mark,
 )
+from tests.header_checks import HEADER_PACKAGE, java_field_walk
 
 # -- codes and registries ----------------------------------------------------------------------------------
 
@@ -170,23 +170,9 @@ def test_java_int_fields_are_32_bits_and_long_fields_64() -> None:
 
 # -- declared order: Java's walk over a HashSet<Field> ------------------------------------------------------
 
-_HEADER_PKG = "org.apache.rocketmq.remoting.protocol.header."
 _RPC = [("org.apache.rocketmq.remoting.rpc.TopicRequestHeader", "lo")] + [
     ("org.apache.rocketmq.remoting.rpc.RpcRequestHeader", f) for f in ("ns", "nsd", "bname", "oway")
 ]
-
-
-def _java_field_walk(entries: list[tuple[str, str]]) -> list[str]:
-    """The order ``new HashSet<Field>()`` filled with these (declaring class, field) pairs iterates in:
-    ``Field.hashCode`` is the class name's hash XOR the field name's, spread and masked as in a HashMap."""
-    table = 16
-    hashes = []
-    for count, (cls, name) in enumerate(entries, 1):
-        h = (java_string_hash(cls) ^ java_string_hash(name)) & 0xFFFFFFFF
-        hashes.append((h ^ (h >> 16), name))
-        if count > table * 3 // 4:
-            table *= 2
-    return [name for h, name in sorted(hashes, key=lambda e: (e[0] & (table - 1), hashes.index(e)))]
 
 
 @pytest.mark.parametrize(
@@ -207,8 +193,8 @@ def _java_field_walk(entries: list[tuple[str, str]]) -> list[str]:
 def test_fields_are_declared_in_the_order_5x_walks_them(
     cls: type[CommandHeader], fields: list[str], routed: bool
 ) -> None:
-    entries = [(_HEADER_PKG + cls.__name__, f) for f in fields] + (_RPC if routed else [])
-    assert [f.java for f in cls.java_fields()] == _java_field_walk(entries)
+    entries = [(HEADER_PACKAGE + cls.__name__, f) for f in fields] + (_RPC if routed else [])
+    assert [f.java for f in cls.java_fields()] == java_field_walk(entries)
 
 
 # -- the receipt handle ------------------------------------------------------------------------------------
