@@ -180,6 +180,9 @@ async def test_every_cpp_send_kind_reaches_both_cpp_consumers(
         (batch,) = [m for m in received if m.properties.get("kind") not in ("sync", "oneway", "orderly")]
         assert b"batch 0" in batch.body and b"batch 3" in batch.body, "the batch's entries travel in its body"
 
+    # Every message is in the broker before the C++ consumers read: a oneway message still on its way, or
+    # one the sender lost, fails here by name rather than as a short pull.
+    await read_topic(cluster.namesrv, topic, total, timeout_s=PEER_TIMEOUT_S)
     pulled = await asyncio.to_thread(
         cpp_client.pull_consume,
         cluster.namesrv,
