@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from types import TracebackType
@@ -175,11 +175,14 @@ class LocalCluster:
         return self.call(end)
 
 
-def local_spark(app_name: str = "rocketmq-connector", *, cores: int = 2) -> Any:
+def local_spark(
+    app_name: str = "rocketmq-connector", *, cores: int = 2, config: Mapping[str, str] | None = None
+) -> Any:
     """A ``local[cores]`` SparkSession whose Python workers run this interpreter, with the data source
     registered, and loaded before Spark forks its workers (:mod:`spark_connector.daemon`). Workers started
     with another ``python3`` would lack this project and ``pyarrow``; Spark's planner workers read the
-    interpreter from the environment only, hence ``PYSPARK_PYTHON`` is set here.
+    interpreter from the environment only, hence ``PYSPARK_PYTHON`` is set here. ``config``: more Spark
+    settings, given when the session starts (``spark.driver.extraJavaOptions`` must be, in local mode).
     """
     import os
     import sys
@@ -190,8 +193,11 @@ def local_spark(app_name: str = "rocketmq-connector", *, cores: int = 2) -> Any:
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    builder = SparkSession.builder
+    for key, value in (config or {}).items():
+        builder = builder.config(key, value)
     spark = (
-        SparkSession.builder.master(f"local[{cores}]")
+        builder.master(f"local[{cores}]")
         .appName(app_name)
         .config("spark.pyspark.python", sys.executable)
         .config("spark.pyspark.driver.python", sys.executable)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import asyncio
 import base64
 import dataclasses
+import json
 import os
 import shutil
 import signal
@@ -50,7 +51,7 @@ from tests.integration.cpp_peer.runner import (
     message,
     process_gone,
 )
-from tests.integration.java_peer.build import client_version_name
+from tests.integration.java_peer.build import Step, client_version_name
 from tests.integration.java_peer.fixtures import JavaClientFactory
 
 pytestmark = pytest.mark.integration
@@ -626,6 +627,42 @@ def test_java_route_of_an_unknown_topic_is_a_client_error(
     [error] = result.errors
     assert error["error_type"] == "MQClientException"
     assert result.done is not None and result.done["shutdown"] == "ok"
+
+
+def test_java_steps_run_in_one_jvm_each_as_it_would_alone(
+    servers: Servers, java_client: JavaClientFactory
+) -> None:
+    """``steps`` (what the compatibility matrix runs): a failing step ends as it would alone (client error,
+    exit code 4, its client shut down) and the next steps still run; each step's lines are its own, the
+    consumer receives exactly what the step before it sent, and one JVM ran them all."""
+    client = java_client(servers.client)
+    topic = create_topic(servers, "JavaSteps")
+    group = unique_name("JavaStepsGroup")
+    spec = json.dumps([message("step {i}", tags="TagSteps")])
+    consume = ["--group", group, "--topic", topic, "--count", "3", "--linger", "1", "--from", "first"]
+    steps = [
+        Step(command, args, servers.namesrv, PEER_TIMEOUT_S)
+        for command, args in [
+            ("route", ["--topic", unique_name("NoSuchTopic")]),
+            ("send-sync", ["--topic", topic, "--spec", spec, "--count", "3"]),
+            ("push-consume", consume),
+        ]
+    ]
+    missing, sent, consumed = client.steps(steps, timeout=3 * PEER_TIMEOUT_S)
+    assert missing.returncode == 4, missing.describe()
+    [error] = missing.errors
+    assert error["error_type"] == "MQClientException"
+    assert [e["event"] for e in missing.events] == ["error", "done"]
+    assert missing.done is not None and missing.done["shutdown"] == "ok"
+    outcomes = sent.check().send_results()
+    assert [o.status for o in outcomes] == ["SEND_OK"] * 3 and not sent.errors
+    assert sent.done is not None and sent.done["count"] == 3
+    received = consumed.check().messages()
+    assert sorted(m.msg_id for m in received) == sorted(o.msg_id for o in outcomes)
+    assert sorted(m.body for m in received) == [f"step {i}".encode() for i in range(3)]
+    assert consumed.done is not None and consumed.done["count"] == 3
+    assert missing.pid == sent.pid == consumed.pid
+    assert_no_noise(consumed)
 
 
 def test_java_push_consume_times_out_readably(servers: Servers, java_client: JavaClientFactory) -> None:

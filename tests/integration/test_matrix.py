@@ -28,6 +28,7 @@ from tests.integration.java_peer import build as java_build
 from tests.integration.matrix.cells import cell_id, cells
 from tests.integration.matrix.clients import (
     Got,
+    JavaStepsMatrixClient,
     MatrixClient,
     MqadminClient,
     PeerMatrixClient,
@@ -78,8 +79,7 @@ def _peer_client(client_name: str, cluster: Cluster) -> MatrixClient:
     reason = _java_unavailable(release)
     if reason is not None:
         skip_or_fail(reason)
-    return PeerMatrixClient(
-        "java",
+    return JavaStepsMatrixClient(
         {s: java_build.JavaClient(release, s.name) for s in (SerializeType.JSON, SerializeType.ROCKETMQ)},
         consume_args=["--from", "first"],
     )
@@ -98,7 +98,7 @@ def matrix_client(request: pytest.FixtureRequest, cluster: Cluster) -> Iterator[
     else:
         client = _peer_client(name, cluster)
     yield client
-    if isinstance(client, PeerMatrixClient):
+    if isinstance(client, PeerMatrixClient | JavaStepsMatrixClient):
         survivors = [pid for peer in client.peers() for pid in peer.close()]
         assert not survivors, f"{name} peer processes left behind: {survivors}"
 
@@ -172,8 +172,9 @@ async def check_clusters(client: MatrixClient, cluster: Cluster, serialize: Seri
 
 CHECKS = {"send": check_send, "consume": check_consume, "route": check_route, "clusters": check_clusters}
 
-#: Clients whose every cell starts a JVM, and how many of their cells run at once.
-JVM_CLIENTS = frozenset({"java", "mqadmin"})
+#: Clients whose every cell starts a JVM, and how many of their cells run at once. (The Java client's cells
+#: share a JVM per serialization, and must all run at once: see ``JavaStepsMatrixClient``.)
+JVM_CLIENTS = frozenset({"mqadmin"})
 JVM_CELLS_AT_ONCE = 3
 
 #: (provider, client, operation, serialization) -> the cell's failure, or None when it passed.
@@ -190,10 +191,16 @@ async def run_client_cells(client: MatrixClient, cluster: Cluster) -> None:
     # Not all 8 at once for the clients that start a JVM per cell: 8 JVMs starting together on 2 cores made
     # Apache's client miss its own connect and send deadlines (seen in CI); 3 still overlap the waiting.
     slots = asyncio.Semaphore(JVM_CELLS_AT_ONCE if client.name in JVM_CLIENTS else len(mine))
+    if isinstance(client, JavaStepsMatrixClient):
+        client.expect(mine)
 
     async def one(op: str, serialize: SerializeType) -> None:
         async with slots:
-            await CHECKS[op](client, cluster, serialize)
+            try:
+                await CHECKS[op](client, cluster, serialize)
+            finally:
+                if isinstance(client, JavaStepsMatrixClient):
+                    client.cell_ended(op, serialize)
 
     ended = await asyncio.gather(*(one(op, serialize) for op, serialize in mine), return_exceptions=True)
     for (op, serialize), outcome in zip(mine, ended, strict=True):

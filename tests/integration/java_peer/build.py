@@ -8,12 +8,15 @@ folder and renamed into place, so a compile that was interrupted is never reused
 pytest processes from compiling at once.
 
 The client's header serialization is ``-Drocketmq.serialize.type`` (JSON or ROCKETMQ), as for any Apache
-client: each :class:`JavaClient` is built for one.
+client: each :class:`JavaClient` is built for one. Every command starts a JVM, except that
+:meth:`JavaClient.steps` runs several in one (:class:`Step`, shared out again by :func:`split_steps`).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import fcntl
+import json
 import os
 import shutil
 import subprocess
@@ -216,8 +219,8 @@ def java_env() -> dict[str, str]:
 class JavaClient(PeerClient):
     """Apache's Java client of ``release`` (its ``tools_version``) with ``serialize`` headers, as a peer.
 
-    Every command runs in a JVM of its own (``rmqit.Peer``); the methods of :class:`PeerClient` apply, plus
-    the commands only the Java peer has.
+    Every command runs in a JVM of its own (``rmqit.Peer``), unless several are run as :meth:`steps`; the
+    methods of :class:`PeerClient` apply, plus the commands only the Java peer has.
     """
 
     def __init__(self, release: ApacheRelease, serialize: str = "JSON", *, tls: bool = False) -> None:
@@ -316,6 +319,68 @@ class JavaClient(PeerClient):
     def probe(self, *, timeout: float = PROBE_TIMEOUT_S) -> PeerResult:
         """No server: the client's version and the JVM's."""
         return self.run("probe", timeout=timeout)
+
+    def steps(self, steps: Sequence[Step], *, timeout: float) -> list[PeerResult]:
+        """Several commands one after another in one JVM (``rmqit.Peer steps``), each as it would run alone:
+        its own client, shut down before the next step starts, and its own ``--timeout``. Returns one result
+        per step, as if each had been a process of its own (same pid); a step the run never reached (the JVM
+        was killed at ``timeout``) has no ``done`` line and fails its check. A JVM start costs about a second
+        of CPU, most of what a short command spends."""
+        stdin = json.dumps([step.argv() for step in steps])
+        whole = self.run("steps", ["--spec", "-"], stdin=stdin, timeout=timeout)
+        return split_steps(whole, steps)
+
+
+@dataclasses.dataclass(frozen=True)
+class Step:
+    """One command of :meth:`JavaClient.steps`: what :meth:`PeerClient.run` would be given for it."""
+
+    command: str
+    args: Sequence[str] = ()
+    namesrv: str | None = None
+    timeout: float = 30.0
+
+    def argv(self) -> list[str]:
+        """The command line as a process of its own would get it after the program."""
+        namesrv = ["--namesrv", self.namesrv] if self.namesrv is not None else []
+        return [self.command, *namesrv, *self.args, "--timeout", str(self.timeout)]
+
+
+def split_steps(whole: PeerResult, steps: Sequence[Step]) -> list[PeerResult]:
+    """``whole``'s events shared out between its steps: a ``step`` line opens one, ``step_end`` (with the
+    code the step would have exited with) closes it. A step never closed ends like a killed process (the
+    run's own code, ``killed`` when the runner killed it); the output the steps share (stderr, stdout lines
+    that were not JSON) goes with every step, for failure messages."""
+    events: dict[int, list[dict[str, Any]]] = {i: [] for i in range(len(steps))}
+    codes: dict[int, int] = {}
+    current: int | None = None
+    for event in whole.events:
+        kind = event.get("event")
+        if kind == "step":
+            current = int(event["index"])
+        elif kind == "step_end":
+            codes[int(event["index"])] = int(event["code"])
+            current = None
+        elif current is not None and current in events:
+            events[current].append(event)
+        else:  # an error of the run itself (a usage error, the watchdog's timeout): every open step's
+            for index in events:
+                if index not in codes:
+                    events[index].append(event)
+    results = []
+    for index, step in enumerate(steps):
+        closed = index in codes
+        results.append(
+            dataclasses.replace(
+                whole,
+                command=step.command,
+                argv=step.argv()[1:],
+                returncode=codes[index] if closed else whole.returncode,
+                events=events[index],
+                killed=False if closed else whole.killed,
+            )
+        )
+    return results
 
 
 def client_version_name(tools_version: str) -> str:

@@ -29,6 +29,7 @@ from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters.model import Cluster
 from tests.integration.clusters.python_servers import REPO_ROOT, python_env
 from tests.integration.cpp_peer.runner import PeerClient, PeerResult
+from tests.integration.java_peer.build import JavaClient, Step
 
 log = logging.getLogger("tests.matrix.clients")
 
@@ -294,12 +295,132 @@ class PeerMatrixClient:
             timeout=PEER_TIMEOUT_S,
         )
         [info] = result.check().of("clusters")
-        brokers = info["brokers"]
-        return {
-            (name, broker, str(brokers[broker]["addrs"].get("0", "")))
-            for name, names in info["clusters"].items()
-            for broker in names
-        }
+        return _cluster_rows(info)
+
+
+def _cluster_rows(info: dict[str, Any]) -> set[tuple[str, str, str]]:
+    """(cluster, broker name, master address) of a peer's ``clusters`` line."""
+    brokers = info["brokers"]
+    return {
+        (name, broker, str(brokers[broker]["addrs"].get("0", "")))
+        for name, names in info["clusters"].items()
+        for broker in names
+    }
+
+
+#: The order of a serialization's steps in its JVM: a consumer last, so that nothing it may still print
+#: after its own step falls into another's (it prints nothing once its step ended, but this costs nothing).
+STEP_ORDER = ("send", "route", "clusters", "consume")
+
+
+@dataclasses.dataclass
+class _Batch:
+    """The cells of one serialization: which operations are still to come, and those waiting for the run."""
+
+    pending: set[str]
+    submitted: dict[str, tuple[Step, asyncio.Future[PeerResult]]] = dataclasses.field(default_factory=dict)
+    started: bool = False
+
+
+class JavaStepsMatrixClient:
+    """Apache's Java client, every cell of one serialization run as a step of one JVM (``rmqit.Peer steps``).
+
+    A JVM start is about a second of CPU, most of what a cell's command spends; one JVM per command made the
+    Java column of the matrix (8 cells per set-up) one of the largest users of CI's two cores. The cells are
+    still separate: each asks for its own operation with its own topic and group, through a client of its
+    own, and checks its own result; only the process is shared. The serializations stay apart (it is a JVM
+    property), so a set-up starts two JVMs, which run at the same time.
+
+    :meth:`expect` names the cells before they start; each operation then waits until every cell of its
+    serialization has asked (or ended without asking: :meth:`cell_ended`), and the JVM runs them in
+    :data:`STEP_ORDER`. The cells must therefore run concurrently, not a few at a time.
+    """
+
+    name = "java"
+
+    def __init__(self, peers: dict[SerializeType, JavaClient], *, consume_args: Sequence[str] = ()) -> None:
+        self._peers = peers
+        self._consume_args = list(consume_args)
+        self._batches: dict[SerializeType, _Batch] = {}
+
+    def peers(self) -> list[PeerClient]:
+        return list(self._peers.values())
+
+    def expect(self, cells: Sequence[tuple[str, SerializeType]]) -> None:
+        """The (operation, serialization) cells about to run, all at once."""
+        self._batches = {}
+        for operation, serialize in cells:
+            self._batches.setdefault(serialize, _Batch(set())).pending.add(operation)
+
+    def cell_ended(self, operation: str, serialize: SerializeType) -> None:
+        """A cell is over; if it failed before asking for its operation, its serialization's JVM runs
+        without it."""
+        batch = self._batches[serialize]
+        if operation in batch.pending:
+            batch.pending.discard(operation)
+            self._start_when_complete(serialize)
+
+    async def _run_step(self, serialize: SerializeType, operation: str, step: Step) -> PeerResult:
+        batch = self._batches[serialize]
+        assert operation in batch.pending and not batch.started, (operation, serialize)
+        answer: asyncio.Future[PeerResult] = asyncio.get_running_loop().create_future()
+        batch.pending.discard(operation)
+        batch.submitted[operation] = (step, answer)
+        self._start_when_complete(serialize)
+        return await answer
+
+    def _start_when_complete(self, serialize: SerializeType) -> None:
+        batch = self._batches[serialize]
+        if batch.pending or batch.started or not batch.submitted:
+            return
+        batch.started = True
+        ordered = sorted(batch.submitted.items(), key=lambda item: STEP_ORDER.index(item[0]))
+        steps = [step for _, (step, _) in ordered]
+        answers = [answer for _, (_, answer) in ordered]
+
+        async def run() -> None:
+            try:
+                results = await asyncio.to_thread(
+                    self._peers[serialize].steps, steps, timeout=sum(step.timeout for step in steps)
+                )
+            except BaseException as exc:
+                for answer in answers:
+                    if not answer.done():
+                        answer.set_exception(exc)
+                raise
+            for answer, result in zip(answers, results, strict=True):
+                if not answer.done():
+                    answer.set_result(result)
+
+        task = asyncio.ensure_future(run())
+        task.add_done_callback(lambda done: done.cancelled() or done.exception())  # reported by the cells
+
+    async def send(
+        self, cluster: Cluster, messages: Sequence[Message], serialize: SerializeType
+    ) -> list[str]:
+        [topic] = {m.topic for m in messages}
+        spec = json.dumps([_spec(m) for m in messages])
+        step = Step("send-sync", ["--topic", topic, "--spec", spec], cluster.namesrv, PEER_TIMEOUT_S)
+        result = await self._run_step(serialize, "send", step)
+        return [o.msg_id for o in result.check().send_results() if o.status == "SEND_OK"]
+
+    async def consume(
+        self, cluster: Cluster, topic: str, group: str, count: int, serialize: SerializeType
+    ) -> list[Got]:
+        args = ["--group", group, "--topic", topic, "--expression", "*", "--property", "origin"]
+        args += ["--count", str(count), "--linger", "1", *self._consume_args]
+        step = Step("push-consume", args, cluster.namesrv, CONSUME_TIMEOUT_S)
+        return _got(await self._run_step(serialize, "consume", step))
+
+    async def route(self, cluster: Cluster, topic: str, serialize: SerializeType) -> set[tuple[str, int]]:
+        step = Step("route", ["--topic", topic], cluster.namesrv, PEER_TIMEOUT_S)
+        [route] = (await self._run_step(serialize, "route", step)).check().of("route")
+        return {(q["broker_name"], int(q["queue_id"])) for q in route["queues"]}
+
+    async def clusters(self, cluster: Cluster, serialize: SerializeType) -> set[tuple[str, str, str]]:
+        step = Step("clusters", [], cluster.namesrv, PEER_TIMEOUT_S)
+        [info] = (await self._run_step(serialize, "clusters", step)).check().of("clusters")
+        return _cluster_rows(info)
 
 
 # ------------------------------------------------------------------------------------------------ mqadmin

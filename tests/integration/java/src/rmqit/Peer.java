@@ -32,7 +32,8 @@ import org.apache.rocketmq.remoting.exception.RemotingException;
  *
  * <p>Commands: send-sync, send-async, send-oneway, send-orderly, send-batch, send-transaction, push-consume,
  * pull-consume (DefaultLitePullConsumer), sql-select (DefaultMQPullConsumer, many SQL92 expressions), route,
- * clusters, topic-route, probe.
+ * clusters, topic-route, probe; and {@code steps}, several of those one after another in this one JVM (see
+ * {@link Steps}).
  *
  * <p>Every line on stdout is one JSON object with an {@code "event"} key: ready, send_result, sent_oneway,
  * check (a transaction check-back), queue, message, selected, route, clusters, topic_route, library, error,
@@ -76,6 +77,13 @@ public final class Peer {
 
         Json.Obj snapshot() {
             return Json.obj().with("stage", stage).with("count", count.get()).with("index", index);
+        }
+
+        /** Back to a fresh run's state: the next step of {@code steps} starts counting from zero. */
+        void reset() {
+            stage = "starting";
+            count.set(0);
+            index = null;
         }
     }
 
@@ -201,12 +209,20 @@ public final class Peer {
         } else {
             throw new Options.UsageError("unknown command " + command + " (send-sync, send-async, send-oneway,"
                 + " send-orderly, send-batch, send-transaction, push-consume, pull-consume, sql-select, route,"
-                + " clusters, topic-route, recall, request, respond, probe)");
+                + " clusters, topic-route, recall, request, respond, probe, steps)");
         }
         return o;
     }
 
     static int run(String[] argv) throws Exception {
+        if (argv.length > 0 && Steps.COMMAND.equals(argv[0])) {
+            return Steps.run(argv);
+        }
+        return runCommand(argv);
+    }
+
+    /** One command: its options parsed, the watchdog given its deadline, the command run. */
+    static int runCommand(String[] argv) throws Exception {
         Options opts;
         double timeout;
         try {
@@ -222,7 +238,11 @@ public final class Peer {
         String command = opts.command();
         // Consumers end gracefully at their own deadline (hence the margin); the watchdog is the backstop.
         double margin = command.endsWith("-consume") || "respond".equals(command) ? 2.0 : 0.0;
-        watchdog = new Watchdog(timeout + margin).start();
+        if (watchdog == null) {
+            watchdog = new Watchdog(timeout + margin).start();
+        } else {
+            watchdog.extend(timeout + margin);  // a step of {@code steps}: it gets its own time
+        }
         try {
             if ("probe".equals(command)) {
                 return probe();

@@ -251,7 +251,7 @@ final class Specs {
         return Integer.valueOf(((Number) value).intValue());
     }
 
-    private static String readAll(InputStream in) throws Options.UsageError {
+    static String readAll(InputStream in) throws Options.UsageError {
         try {
             ByteArrayOutputStream buffer = new ByteArrayOutputStream();
             byte[] chunk = new byte[8192];
