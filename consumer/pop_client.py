@@ -97,7 +97,8 @@ class PopClient:
 
     async def ack(self, messages: Sequence[MessageExt]) -> None:
         """Acknowledge popped messages: one BATCH_ACK_MESSAGE per broker and topic where the broker has it
-        and there are several, else one ACK_MESSAGE each. Raises on the first refusal."""
+        and there are several, else one ACK_MESSAGE each. Every receipt handle is read before anything is
+        sent (``ValueError`` for a message that was not popped); raises on the first refusal."""
         core = self._core
         by_broker: dict[str, list[tuple[MessageExt, ExtraInfo]]] = {}
         for message in messages:

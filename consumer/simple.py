@@ -36,7 +36,7 @@ from consumer.errors import (
     ConsumerStateError,
 )
 from consumer.pop_client import PopClient
-from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN, receipt_handle
+from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN
 from consumer.positioning import consume_from_where
 from rocketmq_wire.bodies.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, SubscriptionData
 from rocketmq_wire.bodies.message_queue import MessageQueue
@@ -290,10 +290,9 @@ class SimpleConsumer:
         extend it with :meth:`change_invisible_duration`.
         """
         self._check_running()
-        batch = [messages] if isinstance(messages, MessageExt) else list(messages)
-        for message in batch:
-            receipt_handle(message)  # every message is checked before any ack is sent
-        await self._pops().ack(batch)
+        # PopClient.ack reads every receipt handle before it sends anything: a message that was not popped
+        # is refused with nothing acknowledged.
+        await self._pops().ack([messages] if isinstance(messages, MessageExt) else list(messages))
 
     async def change_invisible_duration(self, message: MessageExt, invisible_duration: float) -> None:
         """Hide ``message`` for ``invisible_duration`` seconds from now (0: let the group have it again at
