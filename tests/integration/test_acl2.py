@@ -316,8 +316,14 @@ class JavaSide:
         return self._peer(label, "send-sync", args, keys, json.dumps(specs), 60.0)
 
     def _consume(self, label: str, keys: Keys, group: str, topic: str, count: int, timeout: float) -> Any:
+        """One pull consumer's run. A run that read nothing and logged no refusal either is run once more with
+        a longer window: on a loaded machine the JVM's start-up can leave a short window without a single pull
+        (CI once saw exactly that), and "nothing happened" is not an answer the broker gave."""
         args = ["--group", group, "--topic", topic, "--count", str(count), "--from", "first"]
-        return self._peer(label, "pull-consume", args, keys, None, timeout)
+        peer, log = self._peer(label, "pull-consume", args, keys, None, timeout)
+        if peer.messages() or _refusals(log, only=ResponseCode.NO_PERMISSION):
+            return peer, log
+        return self._peer(label + "-again", "pull-consume", args, keys, None, timeout * 3)
 
     def _mqadmin(self, label: str, keys: Keys, args: Sequence[str]) -> tuple[str, str]:
         run = Mqadmin(self.cluster.release, self.folder / label.replace(" ", "-"), keys, args)
