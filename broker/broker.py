@@ -22,7 +22,7 @@ from typing import Any
 from broker.acl import PlainAclManager, acl_guarded, acl_guarded_inline
 from broker.clients import ConsumerManager, ProducerManager
 from broker.clock import Clock, SystemClock
-from broker.config import BrokerConfig
+from broker.config import BROKER_VERSION, BrokerConfig
 from broker.flow_control import SEND_REQUEST_CODES, SendFlowControl
 from broker.ha.service import HighAvailability
 from broker.ha.sync import SlaveSynchronizer
@@ -91,6 +91,7 @@ class Broker:
             config.listen_port,
             ssl=self._listener[1],
             tls_mode=self._listener[0],
+            response_version=BROKER_VERSION,
             **config.remoting_limits(),
         )
         to_namesrv = tls.client_context() if tls is not None and tls.server_client_uses_tls else None

@@ -19,6 +19,7 @@ from typing import Any
 from broker.store import BrokerRole as BrokerRole  # re-exported: callers name it broker.config.BrokerRole
 from broker.store import FlushDiskType, StoreConfig
 from rocketmq_wire.bodies.properties_text import PropertiesBody
+from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.transport.server import (
     DEFAULT_MAX_BUFFERED,
     DEFAULT_MAX_BUFFERED_PER_CONNECTION,
@@ -28,6 +29,10 @@ from rocketmq_wire.transport.server import (
 log = logging.getLogger("broker.config")
 
 _JAVA = "java"
+
+#: The Apache release this broker answers as (``version`` of every response, ``brokerVersion`` in its runtime
+#: info): clients read features off it, and the project's broker serves RocketMQ 5.5's request codes.
+BROKER_VERSION = MQVersion.V5_5_0
 
 #: Apache's default ``messageDelayLevel``.
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"

@@ -390,6 +390,7 @@ class MQVersion:
     NAMES: ClassVar[tuple[str, ...]] = _version_names()
     V4_9_8: ClassVar[int] = NAMES.index("V4_9_8")
     V5_3_3: ClassVar[int] = NAMES.index("V5_3_3")
+    V5_5_0: ClassVar[int] = NAMES.index("V5_5_0")
     HIGHER_VERSION: ClassVar[int] = len(NAMES) - 1
 
     @classmethod

@@ -13,13 +13,13 @@ import shutil
 from collections.abc import Callable
 from pathlib import Path
 
-from broker.config import BrokerConfig
+from broker.config import BROKER_VERSION, BrokerConfig
 from broker.flow_control import SendFlowControl
 from broker.long_polling import PullRequestHoldService
 from broker.registration import ChangeAnnouncer
 from broker.stats import BrokerStats
 from broker.store import MessageStore
-from rocketmq_wire import DEFAULT_VERSION, CodecError, RemotingCommand, ResponseCode
+from rocketmq_wire import CodecError, RemotingCommand, ResponseCode
 from rocketmq_wire.bodies.kv import KVTable
 from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.bodies.topic_config import DataVersion
@@ -76,8 +76,8 @@ class GetBrokerRuntimeInfoProcessor:
         min_offset = store.min_physical_offset if store.max_physical_offset > 0 else -1
         sends = self._send_flow_control
         table = {
-            "brokerVersionDesc": MQVersion.name_of(DEFAULT_VERSION),
-            "brokerVersion": str(DEFAULT_VERSION),
+            "brokerVersionDesc": MQVersion.name_of(BROKER_VERSION),
+            "brokerVersion": str(BROKER_VERSION),
             "bootTimestamp": str(stats.boot_timestamp),
             "runtime": stats.runtime(),
             "putMessageTimesTotal": str(stats.put_times_total),

@@ -194,8 +194,12 @@ class Connection:
         target: str | None = None,
         max_buffered: int = 0,
         budget: BufferBudget | None = None,
+        response_version: int | None = None,
     ) -> None:
         self._target = target
+        #: The ``version`` a server puts on its answers (its own release, as Apache's servers do: clients
+        #: read features off it); ``None`` keeps whatever the response was built with.
+        self._response_version = response_version
         self._loop = asyncio.get_running_loop()
         self._opaques = opaques
         self._on_request = on_request
@@ -377,7 +381,7 @@ class Connection:
         :class:`RemotingClosedError` if the connection is gone, as the answer cannot be delivered.
         """
         self._check_open()
-        cmd.mark_response()
+        self._stamp_response(cmd)
         data = cmd.encode()
         if self._write_paused:  # encoded first: what waits is counted
             await self._wait_writable(None, len(data))
@@ -387,8 +391,13 @@ class Connection:
     def send_response_nowait(self, cmd: RemotingCommand) -> None:
         """Like :meth:`send_response` but ignoring backpressure, for small replies from plain callbacks."""
         self._check_open()
-        cmd.mark_response()
+        self._stamp_response(cmd)
         self._write(cmd.encode())
+
+    def _stamp_response(self, cmd: RemotingCommand) -> None:
+        cmd.mark_response()
+        if self._response_version is not None:
+            cmd.version = self._response_version
 
     # -- closing ---------------------------------------------------------------------------------------
 

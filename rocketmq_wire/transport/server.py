@@ -94,8 +94,11 @@ class RemotingServer:
         idle_timeout: float = DEFAULT_IDLE_TIMEOUT_S,
         max_buffered_per_connection: int = DEFAULT_MAX_BUFFERED_PER_CONNECTION,
         max_buffered: int = DEFAULT_MAX_BUFFERED,
+        response_version: int | None = None,
     ) -> None:
         self.host = host
+        #: ``MQVersion`` ordinal stamped on every answer (Apache's servers send their own release there).
+        self.response_version = response_version
         self._requested_port = port
         self._ssl = ssl
         #: Without a mode, a context means TLS only (what ``ssl=`` always meant here).
@@ -181,6 +184,7 @@ class RemotingServer:
                 max_frame_size=self._max_frame_size,
                 max_buffered=self._max_buffered_per_connection,
                 budget=self._budget,
+                response_version=self.response_version,
             ).protocol
 
         if self.tls_mode is TlsMode.DISABLED:
