@@ -31,8 +31,9 @@ log = logging.getLogger("broker.config")
 _JAVA = "java"
 
 #: The Apache release this broker answers as (``version`` of every response, ``brokerVersion`` in its runtime
-#: info): clients read features off it, and the project's broker serves RocketMQ 5.5's request codes.
-BROKER_VERSION = MQVersion.V5_5_0
+#: info): clients read features off it. 5.3.3, the newest release whose requests it serves: LiteTopic, 5.5's
+#: addition, is not served (docs/compatibility.md), and a 5.5 answer would send clients its requests.
+BROKER_VERSION = MQVersion.V5_3_3
 
 #: Apache's default ``messageDelayLevel``.
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"

@@ -124,7 +124,7 @@ async def test_runtime_info_has_the_keys_broker_status_prints(client: BrokerClie
     answer = await client.request(RequestCode.GET_BROKER_RUNTIME_INFO)
     table = KVTable.from_json(answer.body).table
     assert set(table) >= BROKER_STATUS_KEYS
-    assert table["brokerVersionDesc"] == "V5_5_0" and table["brokerVersion"] == str(MQVersion.V5_5_0)
+    assert table["brokerVersionDesc"] == "V5_3_3" and table["brokerVersion"] == str(MQVersion.V5_3_3)
     assert table["putMessageTimesTotal"] == "1" and table["msgPutTotalTodayNow"] == "1"
     assert int(table["commitLogMaxOffset"]) > 0 and table["commitLogMinOffset"] == "0"
     assert table["runtime"].startswith("[ 0 days, 0 hours")
@@ -201,9 +201,9 @@ def test_the_shared_topic_config_is_one_object_until_the_topic_changes(tmp_path:
 
 async def test_every_answer_carries_the_release_the_broker_answers_as(tmp_path: Path) -> None:
     """Clients read a broker's features off the ``version`` of its answers (Apache's brokers send their own
-    release there): the project's broker answers as 5.5.0, also where it refuses."""
+    release there): the project's broker answers as 5.3.3, also where it refuses."""
     async with running_broker(tmp_path / "store") as broker, BrokerClient(broker.address) as client:
         ok = await client.request(RequestCode.GET_BROKER_RUNTIME_INFO)
         refused = await client.request(999_999)
-    assert ok.code == ResponseCode.SUCCESS and ok.version == MQVersion.V5_5_0
-    assert refused.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and refused.version == MQVersion.V5_5_0
+    assert ok.code == ResponseCode.SUCCESS and ok.version == MQVersion.V5_3_3
+    assert refused.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and refused.version == MQVersion.V5_3_3
