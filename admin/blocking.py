@@ -8,13 +8,15 @@ not the caller runs a loop of its own.
 from __future__ import annotations
 
 import ssl as ssl_module
-from collections.abc import Coroutine, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self, TypeVar
 
+from admin.acl import AclVersionInfo
 from admin.admin import DEFAULT_TIMEOUT_MS, Admin
 from admin.errors import AdminError
 from admin.groups import GroupConfigOnBroker, GroupDeleted, OffsetCloned
+from admin.lite import BrokerAnswer, LiteGroupLag
 from admin.messages import ConsumeQueueAnswer
 from admin.models import (
     BrokerAddress,
@@ -31,15 +33,25 @@ from admin.rt import BrokerRt, SendRtReport
 from admin.stats import TopicGroupStats
 from admin.topics import DEFAULT_PERM, DEFAULT_QUEUE_NUMS
 from rocketmq_wire.bodies import (
+    AclInfo,
     BrokerStatsData,
     ClusterInfo,
     ConsumerRunningInfo,
     ConsumeStatsList,
+    GetBrokerClusterAclConfigResponseBody,
+    GetBrokerLiteInfoResponseBody,
+    GetLiteClientInfoResponseBody,
+    GetLiteTopicInfoResponseBody,
+    GetParentTopicInfoResponseBody,
     MessageQueue,
+    PlainAccessConfig,
     ProducerTableInfo,
     SubscriptionGroupConfig,
+    TopicConfig,
     TopicRouteData,
+    UserInfo,
 )
+from rocketmq_wire.bodies.pop import MessageRequestMode, SetMessageRequestModeRequestBody
 from rocketmq_wire.headers.base import JAVA_LONG_MAX as LONG_MAX
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.topics import TOOLS_CONSUMER_GROUP, TRACE_TOPIC
@@ -155,6 +167,8 @@ class BlockingAdmin:
         write_queue_nums: int = DEFAULT_QUEUE_NUMS,
         perm: int = DEFAULT_PERM,
         order: bool = False,
+        attributes: Mapping[str, str] | None = None,
+        remove_attributes: Sequence[str] = (),
     ) -> list[str]:
         return self._run(
             self._admin.create_topic(
@@ -165,6 +179,8 @@ class BlockingAdmin:
                 write_queue_nums=write_queue_nums,
                 perm=perm,
                 order=order,
+                attributes=attributes,
+                remove_attributes=remove_attributes,
             )
         )
 
@@ -320,7 +336,9 @@ class BlockingAdmin:
         begin_ms: int | None = None,
         end_ms: int | None = None,
         count: int = 128,
+        on_queue: Callable[[int, int], None] | None = None,
     ) -> list[MessageExt]:
+        """``on_queue`` is called on the client's loop thread (keep it short)."""
         return self._run(
             self._admin.consume_messages(
                 topic,
@@ -330,6 +348,7 @@ class BlockingAdmin:
                 begin_ms=begin_ms,
                 end_ms=end_ms,
                 count=count,
+                on_queue=on_queue,
             )
         )
 
@@ -410,3 +429,110 @@ class BlockingAdmin:
 
     def cluster_rt(self, cluster: str | None = None, amount: int = 100, size: int = 128) -> list[BrokerRt]:
         return self._run(self._admin.cluster_rt(cluster, amount, size))
+
+    # -- RocketMQ 5: consume modes, LiteTopic, ACL 2.0 users and policies; the 4.9 plain ACL --------------
+
+    def acl_config(self, broker_addr: str) -> GetBrokerClusterAclConfigResponseBody:
+        return self._run(self._admin.acl_config(broker_addr))
+
+    def acl_version(self, broker_addr: str) -> AclVersionInfo:
+        return self._run(self._admin.acl_version(broker_addr))
+
+    def broker_lite_info(self, broker_addr: str) -> GetBrokerLiteInfoResponseBody:
+        return self._run(self._admin.broker_lite_info(broker_addr))
+
+    def cluster_lite_info(self, cluster: str) -> list[BrokerAnswer[GetBrokerLiteInfoResponseBody]]:
+        return self._run(self._admin.cluster_lite_info(cluster))
+
+    def consume_modes(self, broker_addr: str) -> dict[str, dict[str, SetMessageRequestModeRequestBody]]:
+        return self._run(self._admin.consume_modes(broker_addr))
+
+    def create_acl(self, broker_addr: str, acl_info: AclInfo) -> None:
+        self._run(self._admin.create_acl(broker_addr, acl_info))
+
+    def create_user(self, broker_addr: str, user: UserInfo) -> None:
+        self._run(self._admin.create_user(broker_addr, user))
+
+    def delete_acl(self, broker_addr: str, subject: str, resource: str | None = None) -> None:
+        self._run(self._admin.delete_acl(broker_addr, subject, resource))
+
+    def delete_acl_account(self, broker_addr: str, access_key: str) -> None:
+        self._run(self._admin.delete_acl_account(broker_addr, access_key))
+
+    def delete_user(self, broker_addr: str, username: str) -> None:
+        self._run(self._admin.delete_user(broker_addr, username))
+
+    def get_acl(self, broker_addr: str, subject: str) -> AclInfo | None:
+        return self._run(self._admin.get_acl(broker_addr, subject))
+
+    def get_user(self, broker_addr: str, username: str) -> UserInfo | None:
+        return self._run(self._admin.get_user(broker_addr, username))
+
+    def list_acls(
+        self, broker_addr: str, subject_filter: str | None = None, resource_filter: str | None = None
+    ) -> list[AclInfo]:
+        return self._run(self._admin.list_acls(broker_addr, subject_filter, resource_filter))
+
+    def list_users(self, broker_addr: str, name_filter: str | None = None) -> list[UserInfo]:
+        return self._run(self._admin.list_users(broker_addr, name_filter))
+
+    def lite_client_info(
+        self, parent_topic: str, group: str, client_id: str, max_count: int = 1000
+    ) -> list[BrokerAnswer[GetLiteClientInfoResponseBody]]:
+        return self._run(self._admin.lite_client_info(parent_topic, group, client_id, max_count))
+
+    def lite_group_info(
+        self, parent_topic: str, group: str, lite_topic: str | None = None, top_k: int = 20
+    ) -> LiteGroupLag:
+        return self._run(self._admin.lite_group_info(parent_topic, group, lite_topic, top_k))
+
+    def lite_topic_info(
+        self, parent_topic: str, lite_topic: str
+    ) -> list[BrokerAnswer[GetLiteTopicInfoResponseBody]]:
+        return self._run(self._admin.lite_topic_info(parent_topic, lite_topic))
+
+    def parent_topic_info(self, topic: str) -> list[BrokerAnswer[GetParentTopicInfoResponseBody]]:
+        return self._run(self._admin.parent_topic_info(topic))
+
+    def set_consume_mode(
+        self,
+        topic: str,
+        group: str,
+        mode: MessageRequestMode | str,
+        *,
+        pop_share_queue_num: int = 0,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
+        return self._run(
+            self._admin.set_consume_mode(
+                topic,
+                group,
+                mode,
+                pop_share_queue_num=pop_share_queue_num,
+                cluster=cluster,
+                broker_addr=broker_addr,
+            )
+        )
+
+    def topic_config(self, topic: str, broker_addr: str) -> TopicConfig:
+        return self._run(self._admin.topic_config(topic, broker_addr))
+
+    def trigger_lite_dispatch(
+        self, parent_topic: str, group: str, client_id: str | None = None, broker_name: str | None = None
+    ) -> list[BrokerAnswer[None]]:
+        return self._run(self._admin.trigger_lite_dispatch(parent_topic, group, client_id, broker_name))
+
+    def update_acl(self, broker_addr: str, acl_info: AclInfo) -> None:
+        self._run(self._admin.update_acl(broker_addr, acl_info))
+
+    def update_acl_account(self, broker_addr: str, account: PlainAccessConfig) -> None:
+        self._run(self._admin.update_acl_account(broker_addr, account))
+
+    def update_global_white_addrs(
+        self, broker_addr: str, addresses: Sequence[str], acl_file: str | None = None
+    ) -> str:
+        return self._run(self._admin.update_global_white_addrs(broker_addr, addresses, acl_file))
+
+    def update_user(self, broker_addr: str, user: UserInfo) -> None:
+        self._run(self._admin.update_user(broker_addr, user))
