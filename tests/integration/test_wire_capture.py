@@ -62,8 +62,8 @@ async def test_what_javas_client_and_servers_send_reencodes_byte_for_byte(
     assert requests[RequestCode.GET_ROUTEINFO_BY_TOPIC] >= 1, requests
     answers = [cmd for frame, cmd in commands if not frame.to_server and cmd.is_response]
     assert len(answers) >= len(specs) + 1
-    # The client's sends, and its route requests for the topic: a 5.x broker asks the NameServer for routes of its own now and
-    # then (always in JSON, whatever the client uses), and such a request can fall inside the capture.
+    # The client's sends, and its route requests for the topic: a 5.x broker asks the NameServer for
+    # routes of its own now and then (always in JSON, whatever the client uses), which a capture can catch.
     ours = [
         cmd
         for frame, cmd in commands

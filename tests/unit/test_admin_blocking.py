@@ -1,5 +1,6 @@
-"""The blocking admin facade keeps in step with :class:`~admin.Admin`: every public coroutine method is there,
-with the same parameters (names, kinds, defaults), so a feature added to one is never missing from the other."""
+"""The blocking admin facade keeps in step with :class:`~admin.Admin`: every public coroutine method is
+there, with the same parameters (names, kinds, defaults), so a feature added to one is never missing from
+the other."""
 
 from __future__ import annotations
 
@@ -30,13 +31,15 @@ def test_every_admin_coroutine_has_a_blocking_twin_with_the_same_parameters() ->
     missing = [name for name in names if not callable(getattr(BlockingAdmin, name, None))]
     assert not missing, f"BlockingAdmin lacks {missing}"
     differing = [
-        name for name in names if _parameters(getattr(Admin, name)) != _parameters(getattr(BlockingAdmin, name))
+        name
+        for name in names
+        if _parameters(getattr(Admin, name)) != _parameters(getattr(BlockingAdmin, name))
     ]
     assert not differing, f"BlockingAdmin's parameters differ from Admin's for {differing}"
 
 
 def test_a_new_twin_answers_as_the_async_method(tmp_path: Path) -> None:
-    """Two of the twins added with RocketMQ 5 (a topic's config, a broker's consume modes) against a broker."""
+    """Two twins added with RocketMQ 5 (a topic's config, a broker's consume modes), against a broker."""
     with LocalCluster(tmp_path / "store") as local:
         with BlockingAdmin(local.namesrv_address) as admin:
             admin.create_topic("BlockingTwin", broker_addr=local.broker_address, read_queue_nums=3)
