@@ -17,9 +17,10 @@ import logging
 
 from broker.clients import ConsumerManager
 from broker.config import BrokerConfig
-from broker.filtering import tag_codes
+from broker.filtering import ACCEPT_ALL, SubscriptionFilter, subscription_filter
 from broker.long_polling import PullRequestHoldService
 from broker.processors.common import read_header
+from broker.sql92 import CompileError, ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
 from broker.subscription_groups import MASTER_ID, SubscriptionGroupManager
@@ -63,6 +64,7 @@ class PullMessageProcessor:
         store: MessageStore,
         stats: BrokerStats,
         pull_holder: PullRequestHoldService,
+        filters: ExpressionCompiler,
     ) -> None:
         self._config = config
         self._topics = topics
@@ -72,6 +74,7 @@ class PullMessageProcessor:
         self._store = store
         self._stats = stats
         self._pull_holder = pull_holder
+        self._filters = filters
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         return self.answer_now(request, conn)
@@ -128,6 +131,7 @@ class PullMessageProcessor:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
 
         subscription: SubscriptionData
+        message_filter: SubscriptionFilter | None = None
         if sysflag.has_subscription(pull_flag):
             try:
                 subscription = build_subscription(topic, header.subscription, header.expression_type)
@@ -136,6 +140,19 @@ class PullMessageProcessor:
                 return request.make_response(
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
                 )
+            if not is_tag_type(subscription.expression_type):
+                try:
+                    message_filter = subscription_filter(subscription, self._filters)
+                except CompileError as error:
+                    # Apache logs it and goes on without filter data: such a pull filters nothing.
+                    log.error(
+                        "group %s pulls %s with an expression that does not compile, unfiltered: %r (%s)",
+                        group,
+                        topic,
+                        subscription.sub_string,
+                        error.remark,
+                    )
+                    message_filter = ACCEPT_ALL
         else:
             group_info = self._consumers.group(group)
             if group_info is None:
@@ -159,15 +176,31 @@ class PullMessageProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
             subscription = found
-        if not is_tag_type(subscription.expression_type):
+            if not is_tag_type(subscription.expression_type):
+                try:
+                    message_filter = subscription_filter(subscription, self._filters)
+                except CompileError:
+                    # Apache keeps no filter data for a heartbeat's expression that does not compile.
+                    return request.make_response(
+                        ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                    )
+        if not is_tag_type(subscription.expression_type) and not config.enable_property_filter:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR,
                 f"The broker does not support consumer to filter message by {subscription.expression_type}",
             )
+        if message_filter is None:
+            message_filter = subscription_filter(subscription, self._filters)
 
-        codes = tag_codes(subscription)
+        codes = message_filter.codes
         result = self._store.get_messages(
-            topic, queue_id, queue_offset, max(0, int(header.max_msg_nums or 0)), codes
+            topic,
+            queue_id,
+            queue_offset,
+            max(0, int(header.max_msg_nums or 0)),
+            codes,
+            message_filter=message_filter.record_filter,
         )
         self._stats.got(result.message_count)
         # Where the consumer should pull next (Apache's suggestWhichBrokerId): the master, unless slave reads
