@@ -6,6 +6,12 @@ the group's heartbeat, which must be at least as new as the request's ``subVersi
 The remark of an answer is the store's status name (``FOUND``, ``NO_MATCHED_MESSAGE``, ``OFFSET_OVERFLOW_ONE``
 ...), which consumers log; ``nextBeginOffset``/``minOffset``/``maxOffset`` tell the consumer where to go on.
 
+A SQL92 subscription (Apache's ``ExpressionMessageFilter`` with filter data) is refused with SYSTEM_ERROR
+unless ``enablePropertyFilter`` is on; its expression comes compiled from the broker's cache and is judged on
+each message's properties after the tag step. As in Apache, an expression carried by the pull itself that
+does not compile leaves the pull unfiltered (Apache keeps no filter data and logs it), while one from the
+group's heartbeat answers FILTER_DATA_NOT_EXIST.
+
 A slave serves pulls from its replicated queues; it neither stores the offset a pull commits nor moves a
 consumer whose offset it does not have (``offsetCheckInSlave``), and ``suggestWhichBrokerId`` follows
 ``slaveReadEnable`` as in Apache.
@@ -17,7 +23,7 @@ import logging
 
 from broker.clients import ConsumerManager
 from broker.config import BrokerConfig
-from broker.filtering import ACCEPT_ALL, SubscriptionFilter, subscription_filter
+from broker.filtering import ACCEPT_ALL, SubscriptionFilter, subscription_filter, tag_codes
 from broker.long_polling import PullRequestHoldService
 from broker.processors.common import read_header
 from broker.sql92 import CompileError, ExpressionCompiler
@@ -190,17 +196,17 @@ class PullMessageProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"The broker does not support consumer to filter message by {subscription.expression_type}",
             )
-        if message_filter is None:
-            message_filter = subscription_filter(subscription, self._filters)
-
-        codes = message_filter.codes
+        if message_filter is None:  # a tag subscription: the consume queue alone decides, at no extra cost
+            codes, record_filter = tag_codes(subscription), None
+        else:
+            codes, record_filter = message_filter.codes, message_filter.record_filter
         result = self._store.get_messages(
             topic,
             queue_id,
             queue_offset,
             max(0, int(header.max_msg_nums or 0)),
             codes,
-            message_filter=message_filter.record_filter,
+            message_filter=record_filter,
         )
         self._stats.got(result.message_count)
         # Where the consumer should pull next (Apache's suggestWhichBrokerId): the master, unless slave reads
