@@ -21,5 +21,5 @@ def matches(expression: Term, properties: Properties) -> bool:
     throws in Java selects nothing (Apache logs it and drops the message)."""
     try:
         return expression.evaluate(properties) is True
-    except EvaluationError:
+    except (EvaluationError, RecursionError):  # RecursionError: nesting deeper than this stack allows
         return False

@@ -123,42 +123,52 @@ class BooleanCast(Term):
         return str(self.operand)
 
 
-class And(Term):
+class _Chain(Term):
+    """``a AND b AND c`` (or OR): Apache nests it to the left, ``((a AND b) AND c)``; it is kept flat here so
+    that a long chain costs no recursion, which gives the same answers: three-valued AND and OR are
+    associative, and both stop at the first operand that decides, left to right, as the nesting does."""
+
     is_boolean = True
+    symbol = ""
 
     def __init__(self, left: Term, right: Term) -> None:
-        self.left, self.right = left, right
-
-    def evaluate(self, properties: Properties) -> Value:
-        left = _as_condition(self.left.evaluate(properties))
-        if left is False:
-            return False
-        right = _as_condition(self.right.evaluate(properties))
-        if right is False:
-            return False
-        return None if left is None or right is None else True
+        # only a chain the parser built (same operator, on the left) is flattened, as Apache's nests it
+        if isinstance(left, _Chain) and type(left) is type(self):
+            self.operands: list[Term] = [*left.operands, right]
+        else:
+            self.operands = [left, right]
 
     def __str__(self) -> str:
-        return f"({self.left} && {self.right})"
+        text = str(self.operands[0])
+        for operand in self.operands[1:]:
+            text = f"({text} {self.symbol} {operand})"
+        return text
 
 
-class Or(Term):
-    is_boolean = True
-
-    def __init__(self, left: Term, right: Term) -> None:
-        self.left, self.right = left, right
+class And(_Chain):
+    symbol = "&&"
 
     def evaluate(self, properties: Properties) -> Value:
-        left = _as_condition(self.left.evaluate(properties))
-        if left is True:
-            return True
-        right = _as_condition(self.right.evaluate(properties))
-        if right is True:
-            return True
-        return None if left is None or right is None else False
+        unknown = False
+        for operand in self.operands:
+            value = _as_condition(operand.evaluate(properties))
+            if value is False:
+                return False
+            unknown = unknown or value is None
+        return None if unknown else True
 
-    def __str__(self) -> str:
-        return f"({self.left} || {self.right})"
+
+class Or(_Chain):
+    symbol = "||"
+
+    def evaluate(self, properties: Properties) -> Value:
+        unknown = False
+        for operand in self.operands:
+            value = _as_condition(operand.evaluate(properties))
+            if value is True:
+                return True
+            unknown = unknown or value is None
+        return None if unknown else False
 
 
 class Equal(Term):

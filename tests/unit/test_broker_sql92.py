@@ -420,3 +420,11 @@ async def test_a_pull_by_a_heartbeats_expression_that_does_not_compile_has_no_fi
 def test_an_unreadable_record_is_not_selected_and_crashes_nothing() -> None:
     sql = SubscriptionFilter(expression=parse("a = 1"))
     assert not sql.accepts_record(b"\x00" * 10)
+
+
+def test_a_long_chain_of_ors_evaluates_without_recursion_and_prints_as_apache_nests_it() -> None:
+    chain = parse(" OR ".join(f"a = {i}" for i in range(5000)))
+    assert matches(chain, {"a": "4999"}) and not matches(chain, {"a": "5000"})
+    assert chain.evaluate({}) is None
+    assert str(parse("a > 1 AND b < 2 AND c = 3")) == "(((a > 1) && (b < 2)) && (c == 3))"
+    assert str(parse("a = 1 OR (b = 2 OR c = 3)")) == "((a == 1) || ((b == 2) || (c == 3)))"
