@@ -32,7 +32,7 @@ class EvaluationError(Exception):
     """Java threw while evaluating (a failed conversion, a cast): Apache's broker then drops the message."""
 
 
-_JAVA_INTEGER = re.compile(r"[+-]?[0-9]+\Z")
+_JAVA_INTEGER = re.compile(r"[+-]?\d+\Z")  # any Unicode decimal digit, as Character.digit
 _JAVA_DOUBLE = re.compile(r"[+-]?(NaN|Infinity|((([0-9]+\.?[0-9]*)|(\.[0-9]+))([eE][+-]?[0-9]+)?[fFdD]?))\Z")
 _JAVA_HEX_DOUBLE = re.compile(r"[+-]?0[xX][0-9a-fA-F]*\.?[0-9a-fA-F]*[pP][+-]?[0-9]+[fFdD]?\Z")
 
