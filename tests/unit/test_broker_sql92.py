@@ -109,6 +109,8 @@ def test_evaluation_matches_apache_value_for_value(sql: str) -> None:
         ("big > 2147483647", {"big": "99999999999"}, False),  # an Integer: the conversion overflows
         ("x > 1", {"x": " 5 "}, False),
         ("x > 1.0", {"x": " 5 "}, True),  # Double.valueOf trims
+        ("x = 7", {"x": "\u0667"}, True),  # Integer.valueOf takes any decimal digit (Arabic-Indic 7)...
+        ("x > 1.0", {"x": "\u0667"}, False),  # ... Double.valueOf only ASCII ones
         ("flag = TRUE", {"flag": "TRUE"}, True),
         ("TRUE = flag", {"flag": "true"}, False),  # Apache's cast of TRUE to a String throws
         ("a > '5'", {"a": "7"}, None),  # compile error, see below
