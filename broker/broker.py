@@ -36,6 +36,7 @@ from broker.processors.common import AnswersInline, guarded, guarded_inline
 from broker.processors.pull import PullMessageProcessor
 from broker.registration import ChangeAnnouncer, NameServerRegistration, RegistrationResult
 from broker.schedule import ScheduleMessageService
+from broker.sql92 import ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
 from broker.subscription_groups import SubscriptionGroupManager
@@ -260,6 +261,7 @@ class Broker:
         self._store = store
         self._messages = messages = MessageService(store, self.stats)
         self._pull_holder = holder = PullRequestHoldService(self.clock, self._serve_held_pull)
+        self.filters = ExpressionCompiler()
         self._pull = PullMessageProcessor(
             config=config,
             topics=self.topic_config_manager,
@@ -269,6 +271,7 @@ class Broker:
             store=store,
             stats=self.stats,
             pull_holder=holder,
+            filters=self.filters,
         )
         messages.on_arrival(holder.notify_arrival)
         self._schedule = ScheduleMessageService(
@@ -340,6 +343,7 @@ class Broker:
                 send_flow_control=self.send_flow_control,
                 ha=self.ha,
                 acl=self.acl,
+                filters=self.filters,
             ),
         )
 

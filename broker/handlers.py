@@ -20,7 +20,11 @@ from broker.processors.broker_admin import (
     GetBrokerRuntimeInfoProcessor,
     UpdateBrokerConfigProcessor,
 )
-from broker.processors.client_manage import HeartbeatProcessor, UnregisterClientProcessor
+from broker.processors.client_manage import (
+    CheckClientConfigProcessor,
+    HeartbeatProcessor,
+    UnregisterClientProcessor,
+)
 from broker.processors.consume_queue_view import QueryConsumeQueueProcessor
 from broker.processors.consumer_admin import (
     GetConsumerConnectionListProcessor,
@@ -136,6 +140,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.UNREGISTER_CLIENT: UnregisterClientProcessor(
             config=config, groups=groups, consumers=consumers, producers=producers
         ),
+        RequestCode.CHECK_CLIENT_CONFIG: CheckClientConfigProcessor(config=config, filters=services.filters),
         # queue bounds and stored messages
         RequestCode.GET_MIN_OFFSET: GetMinOffsetProcessor(store=store),
         RequestCode.GET_MAX_OFFSET: GetMaxOffsetProcessor(store=store),

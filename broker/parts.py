@@ -27,6 +27,7 @@ from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
+from broker.sql92 import ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore
 from broker.subscription_groups import SubscriptionGroupManager
@@ -88,6 +89,8 @@ class Services:
     ha: HighAvailability
     #: The ACL rules in force; ``None`` when ``aclEnable`` is off.
     acl: PlainAclManager | None
+    #: SQL92 expressions compiled once each (pulls, pops and CHECK_CLIENT_CONFIG share them).
+    filters: ExpressionCompiler
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -28,6 +28,7 @@ from broker.message_service import MessageService
 from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
+from broker.sql92 import ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
 from broker.subscription_groups import SubscriptionGroupManager
@@ -171,6 +172,7 @@ async def open_parts(
                     synchronizer=synchronizer,
                 ),
                 acl=None,
+                filters=ExpressionCompiler(),
             ),
         )
     finally:

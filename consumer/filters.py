@@ -35,8 +35,7 @@ logger = logging.getLogger("consumer.filters")
 #: What to do about each kind of refusal, by the broker's answer code.
 _ADVICE: dict[int, str] = {
     ResponseCode.REQUEST_CODE_NOT_SUPPORTED: (
-        "it does not know CHECK_CLIENT_CONFIG, so it cannot filter by {type} (the project's own broker "
-        "filters by tag only)"
+        "it does not know CHECK_CLIENT_CONFIG, so it cannot filter by {type}"
     ),
     ResponseCode.SUBSCRIPTION_PARSE_FAILED: "it could not compile the expression",
 }

@@ -6,6 +6,12 @@ the group's heartbeat, which must be at least as new as the request's ``subVersi
 The remark of an answer is the store's status name (``FOUND``, ``NO_MATCHED_MESSAGE``, ``OFFSET_OVERFLOW_ONE``
 ...), which consumers log; ``nextBeginOffset``/``minOffset``/``maxOffset`` tell the consumer where to go on.
 
+A SQL92 subscription (Apache's ``ExpressionMessageFilter`` with filter data) is refused with SYSTEM_ERROR
+unless ``enablePropertyFilter`` is on; its expression comes compiled from the broker's cache and is judged on
+each message's properties after the tag step. As in Apache, an expression carried by the pull itself that
+does not compile leaves the pull unfiltered (Apache keeps no filter data and logs it), while one from the
+group's heartbeat answers FILTER_DATA_NOT_EXIST.
+
 A slave serves pulls from its replicated queues; it neither stores the offset a pull commits nor moves a
 consumer whose offset it does not have (``offsetCheckInSlave``), and ``suggestWhichBrokerId`` follows
 ``slaveReadEnable`` as in Apache.
@@ -17,9 +23,10 @@ import logging
 
 from broker.clients import ConsumerManager
 from broker.config import BrokerConfig
-from broker.filtering import tag_codes
+from broker.filtering import ACCEPT_ALL, SubscriptionFilter, subscription_filter, tag_codes
 from broker.long_polling import PullRequestHoldService
 from broker.processors.common import read_header
+from broker.sql92 import CompileError, ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
 from broker.subscription_groups import MASTER_ID, SubscriptionGroupManager
@@ -63,6 +70,7 @@ class PullMessageProcessor:
         store: MessageStore,
         stats: BrokerStats,
         pull_holder: PullRequestHoldService,
+        filters: ExpressionCompiler,
     ) -> None:
         self._config = config
         self._topics = topics
@@ -72,6 +80,7 @@ class PullMessageProcessor:
         self._store = store
         self._stats = stats
         self._pull_holder = pull_holder
+        self._filters = filters
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         return self.answer_now(request, conn)
@@ -128,6 +137,7 @@ class PullMessageProcessor:
             return request.make_response(ResponseCode.SYSTEM_ERROR, remark)
 
         subscription: SubscriptionData
+        message_filter: SubscriptionFilter | None = None
         if sysflag.has_subscription(pull_flag):
             try:
                 subscription = build_subscription(topic, header.subscription, header.expression_type)
@@ -136,6 +146,19 @@ class PullMessageProcessor:
                 return request.make_response(
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
                 )
+            if not is_tag_type(subscription.expression_type):
+                try:
+                    message_filter = subscription_filter(subscription, self._filters)
+                except CompileError as error:
+                    # Apache logs it and goes on without filter data: such a pull filters nothing.
+                    log.error(
+                        "group %s pulls %s with an expression that does not compile, unfiltered: %r (%s)",
+                        group,
+                        topic,
+                        subscription.sub_string,
+                        error.remark,
+                    )
+                    message_filter = ACCEPT_ALL
         else:
             group_info = self._consumers.group(group)
             if group_info is None:
@@ -159,15 +182,31 @@ class PullMessageProcessor:
                     ResponseCode.SUBSCRIPTION_NOT_LATEST, "the consumer's subscription not latest"
                 )
             subscription = found
-        if not is_tag_type(subscription.expression_type):
+            if not is_tag_type(subscription.expression_type):
+                try:
+                    message_filter = subscription_filter(subscription, self._filters)
+                except CompileError:
+                    # Apache keeps no filter data for a heartbeat's expression that does not compile.
+                    return request.make_response(
+                        ResponseCode.FILTER_DATA_NOT_EXIST,
+                        "The broker's consumer filter data is not exist!Your expression may be wrong!",
+                    )
+        if not is_tag_type(subscription.expression_type) and not config.enable_property_filter:
             return request.make_response(
                 ResponseCode.SYSTEM_ERROR,
                 f"The broker does not support consumer to filter message by {subscription.expression_type}",
             )
-
-        codes = tag_codes(subscription)
+        if message_filter is None:  # a tag subscription: the consume queue alone decides, at no extra cost
+            codes, record_filter = tag_codes(subscription), None
+        else:
+            codes, record_filter = message_filter.codes, message_filter.record_filter
         result = self._store.get_messages(
-            topic, queue_id, queue_offset, max(0, int(header.max_msg_nums or 0)), codes
+            topic,
+            queue_id,
+            queue_offset,
+            max(0, int(header.max_msg_nums or 0)),
+            codes,
+            message_filter=record_filter,
         )
         self._stats.got(result.message_count)
         # Where the consumer should pull next (Apache's suggestWhichBrokerId): the master, unless slave reads

@@ -1,8 +1,9 @@
-"""SQL92 filters against Apache's brokers: the project's consumers and Apache's Java client, given the same
-expression over the same messages, get the same messages; and a broker that does not filter by SQL92 stops
-a consumer at start with one clear error.
+"""SQL92 filters against Apache's brokers and the project's: the project's consumers and Apache's Java client,
+given the same expression over the same messages, get the same messages; and a broker that does not filter
+by SQL92 stops a consumer at start with one clear error.
 
-On each Apache release one topic gets a batch of messages whose properties cover integers (negative ones
+On each Apache release, and on the project's broker (which filters as Apache 5.5.0's does; Java's client of
+that release drives it), one topic gets a batch of messages whose properties cover integers (negative ones
 too), decimals, strings (one with a quote), booleans, absent properties and tags. Then, for every expression
 of :data:`CASES` (comparisons, BETWEEN, IN, IS NULL, AND/OR/NOT, strings, numbers, booleans; 5.x adds
 CONTAINS/STARTSWITH/ENDSWITH):
@@ -16,7 +17,7 @@ Apache's subscribed consumers (lite pull over JSON, push over ROCKETMQ) consume 
 CHECK_CLIENT_CONFIG requests are read off the loopback interface where the capture can run: each re-encodes
 byte for byte, and the project builds the same frame from the same values.
 
-The brokers filter by SQL92 only with ``enablePropertyFilter=true``; it is turned on live, as an operator
+Every broker filters by SQL92 only with ``enablePropertyFilter=true``; it is turned on live, as an operator
 would (``updateBrokerConfig``), and off again afterwards (Apache's default, which the refusal test uses).
 """
 
@@ -40,7 +41,7 @@ from rocketmq_wire.message import MessageExt
 from spark_connector import SourceReadError
 from spark_connector.options import ConnectionOptions
 from spark_connector.pull import TopicReader
-from tests.integration.apache.releases import ApacheRelease
+from tests.integration.apache.releases import DEFAULT_RELEASES, ApacheRelease
 from tests.integration.clusters.fixture import PROVIDERS
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.topics import create_on_every_broker
@@ -51,8 +52,10 @@ pytestmark = pytest.mark.integration
 
 #: Apache's own servers of every release selected.
 APACHE_SETUPS = [s for s in PROVIDERS if s.family == "binaries"]
-#: ... and the project's broker, which does not filter by SQL92 at all.
-REFUSING_SETUPS = [*APACHE_SETUPS, *(s for s in PROVIDERS if s.id == "python")]
+#: ... and the project's broker, which filters (and refuses) as Apache 5.5.0's does.
+SQL92_SETUPS = [*APACHE_SETUPS, *(s for s in PROVIDERS if s.id == "python")]
+#: The release the project's broker answers as: its expressions, and the Java client that drives it.
+PROJECT_AS = DEFAULT_RELEASES[-1]
 
 MESSAGES = 40
 QUEUES = 2
@@ -169,9 +172,9 @@ def _version(release: ApacheRelease) -> tuple[int, ...]:
 
 
 def _release(cluster: Cluster) -> ApacheRelease:
+    """The Apache release of the cluster's servers, or the one the project's broker answers as."""
     spec = next(s for s in PROVIDERS if s.id == cluster.provider)
-    assert spec.release is not None
-    return spec.release
+    return spec.release or PROJECT_AS
 
 
 def _port(address: str) -> int:
@@ -371,7 +374,7 @@ async def _java_runs(
 # -- the scenarios -------------------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("cluster", APACHE_SETUPS, ids=[s.id for s in APACHE_SETUPS], indirect=True)
+@pytest.mark.parametrize("cluster", SQL92_SETUPS, ids=[s.id for s in SQL92_SETUPS], indirect=True)
 async def test_the_project_and_java_select_the_same_messages_with_every_expression(
     cluster: Cluster, java_client: JavaClientFactory
 ) -> None:
@@ -386,7 +389,7 @@ async def test_the_project_and_java_select_the_same_messages_with_every_expressi
     await _property_filter(cluster, True)
     try:
         java, java_pulled, java_pushed = await _java_runs(cluster, java_client, topic, cases, len(subscribed))
-        # Apache's broker selected what each case says (so the comparisons below compare something).
+        # The broker selected what each case says (so the comparisons below compare something).
         wrong = {
             c.sql: (got, want) for c, got, want in zip(cases, java, expected, strict=True) if got != want
         }
@@ -417,17 +420,15 @@ async def _never_called(messages: list[MessageExt], context: Any) -> ConsumeStat
     raise AssertionError("a refused consumer got messages")
 
 
-@pytest.mark.parametrize("cluster", REFUSING_SETUPS, ids=[s.id for s in REFUSING_SETUPS], indirect=True)
+@pytest.mark.parametrize("cluster", SQL92_SETUPS, ids=[s.id for s in SQL92_SETUPS], indirect=True)
 async def test_a_broker_that_does_not_filter_by_sql92_stops_the_consumer_at_start(
     cluster: Cluster, java_client: JavaClientFactory
 ) -> None:
-    apache = cluster.provider != "python"
-    if apache:
-        await _property_filter(cluster, False)  # Apache's default, said again: other tests turn it on
+    await _property_filter(cluster, False)  # Apache's default, said again: other tests turn it on
     topic = await create_on_every_broker(cluster, "Sql92Off", queues=QUEUES)
     [broker] = cluster.brokers
-    expected_code = ResponseCode.SYSTEM_ERROR if apache else ResponseCode.REQUEST_CODE_NOT_SUPPORTED
-    advice = "enablePropertyFilter=true" if apache else "does not know CHECK_CLIENT_CONFIG"
+    expected_code = ResponseCode.SYSTEM_ERROR
+    advice = "enablePropertyFilter=true"
 
     pull = PullConsumer(unique_name("SqlOffPullCg"), cluster.namesrv)
     pull.subscribe(topic, sql=SUBSCRIBED_SQL)
@@ -446,24 +447,23 @@ async def test_a_broker_that_does_not_filter_by_sql92_stops_the_consumer_at_star
         )
         text = str(error)
         assert f"broker {broker.name} ({broker.addr})" in text and advice in text, text
-        if apache:
-            assert error.remark == REFUSED_REMARK
+        assert error.remark == REFUSED_REMARK
     async with TopicReader(
         ConnectionOptions(namesrv=(cluster.namesrv,)), topic, filter_sql=SUBSCRIBED_SQL
     ) as r:
         with pytest.raises(SourceReadError, match=r"option 'filter\.sql': broker"):
             await r.check_filter(unique_name("SqlOffSparkCg"))
 
-    if apache:  # Apache's own consumer is stopped at start with the same answer
-        java = java_client(_release(cluster))
-        result = await asyncio.to_thread(
-            java.pull_consume,
-            cluster.namesrv,
-            unique_name("SqlOffJavaCg"),
-            topic,
-            extra=["--sql", SUBSCRIBED_SQL],
-            timeout=JAVA_TIMEOUT_S,
-        )
-        [failure] = result.errors
-        assert (failure["stage"], failure["response_code"]) == ("start", ResponseCode.SYSTEM_ERROR), failure
-        assert failure["error_message"] == REFUSED_REMARK, failure
+    # Apache's own consumer is stopped at start with the same answer
+    java = java_client(_release(cluster))
+    result = await asyncio.to_thread(
+        java.pull_consume,
+        cluster.namesrv,
+        unique_name("SqlOffJavaCg"),
+        topic,
+        extra=["--sql", SUBSCRIBED_SQL],
+        timeout=JAVA_TIMEOUT_S,
+    )
+    [failure] = result.errors
+    assert (failure["stage"], failure["response_code"]) == ("start", ResponseCode.SYSTEM_ERROR), failure
+    assert failure["error_message"] == REFUSED_REMARK, failure

@@ -55,6 +55,7 @@ def pull_processor(parts: BrokerParts) -> PullMessageProcessor:
         store=parts.storage.store,
         stats=parts.stats,
         pull_holder=parts.services.pull_holder,
+        filters=parts.services.filters,
     )
 
 

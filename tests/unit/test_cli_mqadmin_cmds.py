@@ -460,8 +460,9 @@ async def test_export_metrics(rmq: Rmq, tmp_path: Path) -> None:
 
 
 async def test_rocketmq_5_consumption_on_the_projects_broker_is_refused_in_one_line(rmq: Rmq) -> None:
-    """The project's broker announces 4.9.8 and filters by tag only: POP modes and SQL92 are refused,
-    each with one readable line naming why, and nothing is changed."""
+    """The project's broker announces 4.9.8 and filters by SQL92 only with enablePropertyFilter (off by
+    default): POP modes and SQL92 are refused, each with one readable line naming why, and nothing is
+    changed."""
     await rmq.topic_with_messages(1)
     mode = await rmq("group", "set-consume-mode", GROUP, "-t", TOPIC, "-m", "POP", "-c", "DefaultCluster")
     assert mode.exit_code == 1

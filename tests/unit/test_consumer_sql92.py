@@ -266,13 +266,19 @@ async def test_a_refused_subscription_added_while_running_is_withdrawn_and_logge
 # -- the project's own broker --------------------------------------------------------------------------------
 
 
-async def test_the_projects_broker_does_not_know_the_check_and_says_so_clearly(tmp_path: Path) -> None:
-    """It filters by tag only: a SQL92 consumer is stopped at start, not left pulling in vain."""
+async def test_the_projects_broker_refuses_sql92_until_its_property_filter_is_on(tmp_path: Path) -> None:
+    """As Apache's broker: off by default, so a SQL92 consumer is stopped at start with Apache's answer,
+    not left pulling in vain; turned on live, the same consumer starts."""
     async with local_cluster(tmp_path / "store") as local:
         await local.create_topic("T", queues=1)
         pull = PullConsumer("G", local.address, config=config())
         pull.subscribe("T", sql=SQL)
-        with pytest.raises(FilterRefusedError, match="does not know CHECK_CLIENT_CONFIG") as caught:
+        with pytest.raises(FilterRefusedError, match="enablePropertyFilter=true") as caught:
             await pull.start()
-        assert caught.value.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        assert (caught.value.code, caught.value.remark) == (ResponseCode.SYSTEM_ERROR, APACHE_REMARK)
         assert caught.value.addr == local.broker.address
+        assert local.broker.config.update({"enablePropertyFilter": "true"}) == ["enablePropertyFilter"]
+        pull = PullConsumer("G", local.address, config=config())
+        pull.subscribe("T", sql=SQL)
+        await pull.start()
+        await pull.close()

@@ -107,7 +107,7 @@ async def test_namespace_and_rows(cluster: tuple[NameServer, Broker]) -> None:
     assert stored_at >= born
 
 
-async def test_a_sql_filter_is_checked_first_and_the_projects_broker_refuses_it(
+async def test_a_sql_filter_is_checked_first_and_the_projects_broker_refuses_it_until_enabled(
     cluster: tuple[NameServer, Broker],
 ) -> None:
     namesrv, broker = cluster
@@ -115,9 +115,11 @@ async def test_a_sql_filter_is_checked_first_and_the_projects_broker_refuses_it(
     connection = ConnectionOptions(namesrv=(namesrv.address,))
     async with TopicReader(connection, "Filtered", filter_sql="a > 5") as reader:
         with pytest.raises(
-            SourceReadError, match=r"option 'filter\.sql': broker broker-a .*CHECK_CLIENT_CONFIG"
+            SourceReadError, match=r"option 'filter\.sql': broker broker-a .*enablePropertyFilter=true"
         ):
             await reader.check_filter("G")
+        broker.config.update({"enablePropertyFilter": "true"})  # live, as an operator would
+        await reader.check_filter("G")
     async with TopicReader(connection, "Filtered") as unfiltered:
         await unfiltered.check_filter("G")  # nothing to ask without a filter
 
