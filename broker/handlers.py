@@ -57,6 +57,7 @@ from broker.processors.queue_offsets import (
     GetMinOffsetProcessor,
     SearchOffsetProcessor,
 )
+from broker.processors.recall import RecallMessageProcessor
 from broker.processors.reset_offset import ResetOffsetProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import ConsumerSendMsgBackProcessor
@@ -97,6 +98,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         transactions=storage.transactions,
         unique_ids=services.unique_ids,
         announcer=announcer,
+        timer=storage.timer,
     )
     relay = ConsumerRelayProcessor(config=config, consumers=consumers, store=store, channel=clients.channel)
     return {
@@ -115,6 +117,9 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         ),
         RequestCode.PULL_MESSAGE: pull,
         RequestCode.LITE_PULL_MESSAGE: pull,
+        RequestCode.RECALL_MESSAGE: RecallMessageProcessor(
+            config=config, topics=topics, messages=storage.messages, timer=storage.timer
+        ),
         RequestCode.END_TRANSACTION: EndTransactionProcessor(
             config=config, transactions=storage.transactions
         ),
