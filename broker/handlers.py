@@ -67,6 +67,7 @@ from broker.processors.store_admin import (
     CleanUnusedTopicProcessor,
     DeleteExpiredCommitLogProcessor,
 )
+from broker.processors.timer_admin import GetTimerCheckPointProcessor, GetTimerMetricsProcessor
 from broker.processors.topic_admin import (
     DeleteTopicProcessor,
     GetAllTopicConfigProcessor,
@@ -214,6 +215,8 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         # whole tables, as admin tools and slaves fetch them
         RequestCode.GET_ALL_CONSUMER_OFFSET: GetAllConsumerOffsetProcessor(offsets=offsets),
         RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(schedule=storage.schedule),
+        RequestCode.GET_TIMER_CHECK_POINT: GetTimerCheckPointProcessor(timer=storage.timer),
+        RequestCode.GET_TIMER_METRICS: GetTimerMetricsProcessor(timer=storage.timer),
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupProcessor(groups=groups),
         RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(),
         # ACL administration

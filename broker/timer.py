@@ -121,6 +121,11 @@ class TimerMessageService:
         self._task: asyncio.Task[None] | None = None
         self.delivered_count = 0
         self.recalled_count = 0
+        #: Per real topic: timer messages waiting (recall markers count -1, as Apache's metrics do), and
+        #: when that last changed.
+        self.timing_count: dict[str, tuple[int, int]] = {}
+        #: Everything due up to this time has been delivered (the wheel's read time).
+        self.read_through_ms = 0
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
@@ -215,7 +220,22 @@ class TimerMessageService:
                     log.exception("skipping an unreadable timer message at offset %d", queue_offset)
                     continue
                 self._add(slot, queue_offset)
+                marker = const.TIMER_DEL_UNIQKEY in message.properties
+                self._count(message.properties.get(const.REAL_TOPIC, ""), -1 if marker else 1)
                 added += 1
+
+    def _count(self, topic: str, change: int) -> None:
+        count, _ = self.timing_count.get(topic, (0, 0))
+        self.timing_count[topic] = (count + change, self._clock.now_ms())
+
+    @property
+    def indexed_offset(self) -> int:
+        """The timer-queue offset read up to."""
+        return self._indexed
+
+    @property
+    def progress(self) -> TimerLog:
+        return self._log
 
     def lowest_pending(self) -> int:
         """The lowest timer-queue offset still pending (everything below it is handled)."""
@@ -320,12 +340,14 @@ class TimerMessageService:
                 slot = self._slot_heap[0]
                 now = self._clock.now_ms()
                 if slot > now:
+                    self.read_through_ms = max(self.read_through_ms, now)
                     return slot - now
                 if not await self._deliver_slot(slot):
                     return RETRY_AFTER_FAILURE_MS
                 heapq.heappop(self._slot_heap)
                 offsets = self._slots.pop(slot)
                 self._pending -= len(offsets)
+            self.read_through_ms = max(self.read_through_ms, self._clock.now_ms())
             return None
 
     async def _deliver_slot(self, slot: int) -> bool:
@@ -413,6 +435,7 @@ class TimerMessageService:
             return False
         await asyncio.to_thread(self._log.mark_done, [offset])
         self.delivered_count += 1
+        self._count(real_topic, -1)
         return True
 
 

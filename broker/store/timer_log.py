@@ -21,6 +21,7 @@ from __future__ import annotations
 import logging
 import os
 import struct
+import time
 from pathlib import Path
 from typing import BinaryIO
 
@@ -43,6 +44,9 @@ class TimerLog:
         self._done = bytearray()
         self._intents: dict[int, int] = {}
         self._file: BinaryIO | None = None
+        #: When the checkpoint last moved, and how many times it has (its data version).
+        self.version_timestamp = 0
+        self.version_counter = 0
 
     # -- the bitmap ---------------------------------------------------------------------------------------
 
@@ -87,6 +91,10 @@ class TimerLog:
         self._file.truncate(whole)
         self._file.seek(whole)
 
+    def size_bytes(self) -> int:
+        """How many bytes the progress log holds."""
+        return self._file.tell() if self._file is not None else 0
+
     def open_intents(self) -> list[tuple[int, int]]:
         return sorted((o, f) for o, f in self._intents.items() if not self.is_done(o))
 
@@ -122,6 +130,8 @@ class TimerLog:
         if lowest_pending <= self.checkpoint or self._file is None:
             return
         write_atomically(self._dir / CHECKPOINT_FILE, str(lowest_pending).encode("ascii"))
+        self.version_timestamp = time.time_ns() // 1_000_000
+        self.version_counter += 1
         kept: list[int] = [
             o for o in range(lowest_pending, self.checkpoint + len(self._done) * 8) if self.is_done(o)
         ]

@@ -12,10 +12,12 @@ from broker.clock import ManualClock
 from broker.parts import BrokerParts
 from broker.processors.recall import RecallMessageProcessor
 from broker.processors.send import SendMessageProcessor
+from broker.processors.timer_admin import GetTimerCheckPointProcessor, GetTimerMetricsProcessor
 from broker.store.timer_log import TimerLog
 from broker.testing import message_properties, open_parts
 from broker.timer import TIMER_TOPIC, floor_to_precision, java_parse_long
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
+from rocketmq_wire.bodies.timer import TimerCheckpointBody, TimerMetricsBody
 from rocketmq_wire.bodies.topic_config import TopicConfig
 from rocketmq_wire.headers.send import (
     RecallMessageRequestHeader,
@@ -335,3 +337,35 @@ async def test_crash_inside_a_delivery_neither_loses_nor_repeats(
         out = delivered(second)
         assert sorted(m.body for m in out) == [b"m0", b"m1"]
         assert second.storage.timer.pending == 0
+
+
+# -- admin views --------------------------------------------------------------------------------------------
+
+
+async def test_timer_metrics_and_checkpoint(parts: BrokerParts) -> None:
+    timer = parts.storage.timer
+    metrics = GetTimerMetricsProcessor(timer=timer)
+    checkpoint = GetTimerCheckPointProcessor(timer=timer)
+    await send(parts, {const.TIMER_DELAY_SEC: "2"})
+    gone = await send(parts, {const.TIMER_DELAY_SEC: "2"})
+    assert gone.recall_handle is not None
+    timer.index_new()
+    answer = await call(metrics, wire_request(RequestCode.GET_TIMER_METRICS))
+    body = TimerMetricsBody.from_json(answer.body)
+    assert body.timing_count[TOPIC].count == 2
+    assert (
+        answer.body.startswith(b'{"dataVersion":{')
+        and b'"timingCount":{"TimerTopic":{"count":2,' in answer.body
+    )
+    await call(recall_processor(parts), recall_request(gone.recall_handle))
+    clock_of(parts).advance(3000)
+    await timer.deliver_due()
+    answer = await call(metrics, wire_request(RequestCode.GET_TIMER_METRICS))
+    assert TimerMetricsBody.from_json(answer.body).timing_count[TOPIC].count == 0
+    timer.checkpoint()
+    answer = await call(checkpoint, wire_request(RequestCode.GET_TIMER_CHECK_POINT))
+    assert answer.code == ResponseCode.SUCCESS and len(answer.body) == 56
+    point = TimerCheckpointBody.decode(answer.body)
+    assert point.last_timer_queue_offset == point.master_timer_queue_offset == 3  # two sends and a recall
+    assert point.last_read_time_ms == START_MS + 3000
+    assert point.counter == 1
