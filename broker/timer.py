@@ -20,9 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import heapq
 import logging
-from array import array
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +30,7 @@ from broker.config import BrokerConfig
 from broker.message_service import MessageService, stored_properties
 from broker.store import FlushDiskType, GetMessageStatus, PutMessageStatus
 from broker.store.timer_log import TimerLog
+from broker.timer_index import TimerIndex
 from rocketmq_wire import ResponseCode
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const
@@ -111,9 +110,7 @@ class TimerMessageService:
         self._log = timer_log
         self._topic_exists = topic_exists
         #: slot (floored delivery ms) -> timer-queue offsets waiting in it
-        self._slots: dict[int, array[int]] = {}
-        self._slot_heap: list[int] = []
-        self._pending = 0
+        self._index = TimerIndex()
         #: The next timer-queue offset not yet read into the index.
         self._indexed = 0
         self._event = asyncio.Event()
@@ -184,18 +181,10 @@ class TimerMessageService:
     @property
     def pending(self) -> int:
         """Timer-queue entries (messages and recall markers) indexed and not yet handled."""
-        return self._pending
+        return len(self._index)
 
     def slot_count(self) -> int:
-        return len(self._slots)
-
-    def _add(self, slot: int, offset: int) -> None:
-        offsets = self._slots.get(slot)
-        if offsets is None:
-            offsets = self._slots[slot] = array("q")
-            heapq.heappush(self._slot_heap, slot)
-        offsets.append(offset)
-        self._pending += 1
+        return self._index.slot_count
 
     def index_new(self) -> int:
         """Read the timer queue's new entries into the index; how many were added."""
@@ -219,7 +208,7 @@ class TimerMessageService:
                 except (CodecError, ValueError):
                     log.exception("skipping an unreadable timer message at offset %d", queue_offset)
                     continue
-                self._add(slot, queue_offset)
+                self._index.add(slot, queue_offset)
                 marker = const.TIMER_DEL_UNIQKEY in message.properties
                 self._count(message.properties.get(const.REAL_TOPIC, ""), -1 if marker else 1)
                 added += 1
@@ -239,11 +228,8 @@ class TimerMessageService:
 
     def lowest_pending(self) -> int:
         """The lowest timer-queue offset still pending (everything below it is handled)."""
-        lowest = self._indexed
-        for offsets in self._slots.values():
-            if offsets:
-                lowest = min(lowest, min(offsets))
-        return lowest
+        lowest = self._index.lowest_offset()
+        return self._indexed if lowest is None else min(lowest, self._indexed)
 
     # -- lifecycle ------------------------------------------------------------------------------------------
 
@@ -253,7 +239,7 @@ class TimerMessageService:
         self._indexed = self._log.checkpoint
         self._reconcile_intents()
         self.index_new()
-        log.info("timer index rebuilt: %d pending in %d slots", self._pending, len(self._slots))
+        log.info("timer index rebuilt: %d pending in %d slots", len(self._index), self._index.slot_count)
 
     def _reconcile_intents(self) -> None:
         """Deliveries begun before a crash: done if the delivered copy reached the store, else pending."""
@@ -336,23 +322,20 @@ class TimerMessageService:
         """Deliver every slot whose time has come; the ms until the next one (None: nothing waits)."""
         async with self._lock:
             self.index_new()
-            while self._slot_heap:
-                slot = self._slot_heap[0]
+            while (slot := self._index.earliest()) is not None:
                 now = self._clock.now_ms()
                 if slot > now:
                     self.read_through_ms = max(self.read_through_ms, now)
                     return slot - now
                 if not await self._deliver_slot(slot):
                     return RETRY_AFTER_FAILURE_MS
-                heapq.heappop(self._slot_heap)
-                offsets = self._slots.pop(slot)
-                self._pending -= len(offsets)
+                self._index.drop_earliest()
             self.read_through_ms = max(self.read_through_ms, self._clock.now_ms())
             return None
 
     async def _deliver_slot(self, slot: int) -> bool:
         """Deliver one slot's messages, leaving out the recalled; False when a re-store must be retried."""
-        offsets = self._slots[slot]
+        offsets = self._index.offsets(slot)
         store = self._messages.store
         read: list[tuple[int, MessageExt]] = []
         deleted: set[str] = set()
