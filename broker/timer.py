@@ -6,11 +6,11 @@ re-addressed as Apache's ``HookUtils.transformTimerMessage`` does: the delivery 
 and queue are kept as ``REAL_TOPIC`` / ``REAL_QID``. The message is then stored like any other, in queue 0 of
 the system topic, so a send is acknowledged only once it is as durable as the flush mode makes messages.
 
-What waits is indexed compactly: one ``array('q')`` of timer-queue offsets per delivery slot, and a heap of
-the slots (at most ``timerMaxDelaySec * 1000 / timerPrecisionMs`` of them) -- eight bytes per pending timer
-plus a fixed cost per slot, never a Python object per timer. The index is rebuilt on start by reading the
-timer queue from the durable checkpoint on; see :mod:`broker.store.timer_log` for how a delivery is made to
-happen exactly once across a crash.
+What waits is indexed compactly (:mod:`broker.timer_index`, eight bytes per pending timer plus a fixed cost
+per slot), rebuilt on start by reading the timer queue from the durable checkpoint on; see
+:mod:`broker.store.timer_log` for how a delivery is made to happen exactly once across a crash. A delivered
+copy keeps the original's properties (``UNIQ_KEY`` among them, so its message id is the one the sender got)
+but ``REAL_TOPIC`` / ``REAL_QID``, and gains ``TIMER_ENQUEUE_MS`` / ``TIMER_DEQUEUE_MS``, as Apache's does.
 
 A recall (RECALL_MESSAGE) is itself a timer message carrying ``TIMER_DEL_UNIQKEY`` for the same slot; when
 the slot falls due, every message whose ``REAL_TOPIC+UNIQ_KEY`` one of the slot's markers names is dropped.
