@@ -119,6 +119,7 @@ class BrokerConfig:
     timer_precision_ms: int = _setting("timerPrecisionMs", 1000)
     timer_max_delay_sec: int = _setting("timerMaxDelaySec", 3 * 24 * 3600)
     timer_flush_interval_ms: int = _setting("timerFlushIntervalMs", 1000)
+    timer_congest_num_each_slot: int = _setting("timerCongestNumEachSlot", 2**31 - 1)
     # recall of timer messages (RECALL_MESSAGE, 5.3.2+)
     recall_message_enable: bool = _setting("recallMessageEnable", False)
     allow_recall_when_broker_not_writeable: bool = _setting("allowRecallWhenBrokerNotWriteable", True)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import random
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,6 +72,27 @@ def floor_to_precision(deliver_ms: int, precision_ms: int) -> int:
     return deliver_ms // precision_ms * precision_ms
 
 
+#: The precisions Apache's ``setTimerPrecisionMs`` accepts; any other value is taken down to one of them.
+PRECISIONS_MS = (100, 200, 500, 1000)
+
+
+def snap_precision(value: int) -> int:
+    """The precision Apache's broker runs with for a configured ``timerPrecisionMs``."""
+    chosen = PRECISIONS_MS[0]
+    for candidate in PRECISIONS_MS[1:]:
+        if value < candidate:
+            return chosen
+        chosen = candidate
+    return chosen
+
+
+def flow_control_remark(congest_num: int) -> str:
+    return (
+        f"timer message is under flow control, max num limit is {congest_num * 2} or the current value is "
+        f"greater than {congest_num} and less than {congest_num * 2}, trigger random flow control"
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class TimerRefusal:
     """Why a timer message is not stored: Apache's response code and remark."""
@@ -93,6 +115,9 @@ class TimerSettings:
     wheel_enable: Callable[[], bool]
     precision_ms: Callable[[], int]
     max_delay_sec: Callable[[], int]
+    #: ``timerCongestNumEachSlot``: past this many timers in one slot, sends to it are refused at random,
+    #: and always past twice as many (Apache's default, the largest int, never refuses).
+    congest_num_each_slot: Callable[[], int] = lambda: 2**31 - 1
 
 
 class TimerMessageService:
@@ -111,6 +136,7 @@ class TimerMessageService:
         self._topic_exists = topic_exists
         #: slot (floored delivery ms) -> timer-queue offsets waiting in it
         self._index = TimerIndex()
+        self._random = random.Random()
         #: The next timer-queue offset not yet read into the index.
         self._indexed = 0
         self._event = asyncio.Event()
@@ -167,7 +193,10 @@ class TimerMessageService:
         if deliver_ms > now:
             if deliver_ms - now > max_delay_sec * 1000:
                 return TimerRefusal(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(max_delay_sec))
-            deliver_ms = floor_to_precision(deliver_ms, max(1, settings.precision_ms()))
+            deliver_ms = floor_to_precision(deliver_ms, snap_precision(settings.precision_ms()))
+            congest = settings.congest_num_each_slot()
+            if self._congested(self._index.count_in(deliver_ms), congest):
+                return TimerRefusal(ResponseCode.SYSTEM_ERROR, flow_control_remark(congest))
             properties[const.TIMER_OUT_MS] = str(deliver_ms)
             properties[const.REAL_TOPIC] = topic
             properties[const.REAL_QID] = str(queue_id)
@@ -175,6 +204,14 @@ class TimerMessageService:
         if const.TIMER_DEL_UNIQKEY in properties:
             return TimerRefusal(ResponseCode.MESSAGE_ILLEGAL, illegal_remark(max_delay_sec))
         return topic, queue_id
+
+    def _congested(self, count: int, limit: int) -> bool:
+        """Apache's ``isReject``: no below the limit, yes from twice it, at random in between."""
+        if count <= limit:
+            return False
+        if count >= limit * 2:
+            return True
+        return self._random.randrange(1000) > 1000 * (count - limit) / (limit + 0.1)
 
     # -- the index ----------------------------------------------------------------------------------------
 
@@ -437,6 +474,7 @@ def build_timer(
         wheel_enable=lambda: config.timer_wheel_enable,
         precision_ms=lambda: config.timer_precision_ms,
         max_delay_sec=lambda: config.timer_max_delay_sec,
+        congest_num_each_slot=lambda: config.timer_congest_num_each_slot,
     )
     sync = config.flush_disk_type == FlushDiskType.SYNC_FLUSH.value
     timer_log = TimerLog(Path(config.store_path_root_dir) / TIMER_DIR, sync=sync)

@@ -35,6 +35,10 @@ class TimerIndex:
         offsets.append(offset)
         self._pending += 1
 
+    def count_in(self, slot: int) -> int:
+        offsets = self._slots.get(slot)
+        return 0 if offsets is None else len(offsets)
+
     def earliest(self) -> int | None:
         """The earliest slot with entries, or None."""
         return self._heap[0] if self._heap else None

@@ -15,7 +15,7 @@ from broker.processors.send import SendMessageProcessor
 from broker.processors.timer_admin import GetTimerCheckPointProcessor, GetTimerMetricsProcessor
 from broker.store.timer_log import TimerLog
 from broker.testing import message_properties, open_parts
-from broker.timer import TIMER_TOPIC, floor_to_precision, java_parse_long
+from broker.timer import TIMER_TOPIC, floor_to_precision, flow_control_remark, java_parse_long, snap_precision
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.timer import TimerCheckpointBody, TimerMetricsBody
 from rocketmq_wire.bodies.topic_config import TopicConfig
@@ -369,3 +369,28 @@ async def test_timer_metrics_and_checkpoint(parts: BrokerParts) -> None:
     assert point.last_timer_queue_offset == point.master_timer_queue_offset == 3  # two sends and a recall
     assert point.last_read_time_ms == START_MS + 3000
     assert point.counter == 1
+
+
+def test_precision_snaps_as_apaches_setter() -> None:
+    assert [snap_precision(v) for v in (1, 150, 200, 499, 999, 1000, 5000)] == [
+        100,
+        100,
+        200,
+        200,
+        500,
+        1000,
+        1000,
+    ]
+
+
+async def test_a_congested_slot_is_refused(parts: BrokerParts) -> None:
+    parts.config.timer_congest_num_each_slot = 1
+    first = await send(parts, {const.TIMER_DELAY_SEC: "5"})
+    assert first.recall_handle
+    parts.storage.timer.index_new()
+    await send(parts, {const.TIMER_DELAY_SEC: "5"})  # one in the slot: not more than the limit
+    parts.storage.timer.index_new()
+    answer = await call(send_processor(parts), send_request({const.TIMER_DELAY_SEC: "5"}))
+    assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, flow_control_remark(1))
+    answer = await call(send_processor(parts), send_request({const.TIMER_DELAY_SEC: "7"}))
+    assert answer.code == ResponseCode.SUCCESS  # another slot
