@@ -336,8 +336,10 @@ class TimerMessageService:
         self._log.close()
 
     def checkpoint(self) -> None:
-        """Advance the durable checkpoint to the lowest pending offset (drops the log's older records)."""
-        self._log.advance_checkpoint(self.lowest_pending())
+        """Advance the durable checkpoint to the lowest pending offset (drops the log's older records);
+        nothing to do when no entry was finished since the last time."""
+        if self._log.finished_since_checkpoint:
+            self._log.advance_checkpoint(self.lowest_pending())
 
     async def checkpoint_now(self) -> None:
         async with self._lock:
@@ -352,7 +354,13 @@ class TimerMessageService:
     async def _run(self) -> None:
         while True:
             self._event.clear()
-            wait_ms = await self.deliver_due()
+            try:
+                wait_ms = await self.deliver_due()
+            except OSError:
+                # The progress log could not be written: nothing is lost (the entries stay pending), and
+                # the next pass tries again.
+                log.exception("timer delivery failed; retrying in %d ms", RETRY_AFTER_FAILURE_MS)
+                wait_ms = RETRY_AFTER_FAILURE_MS
             await wait_event(self._event, self._clock, wait_ms)
 
     async def deliver_due(self) -> int | None:

@@ -47,6 +47,8 @@ class TimerLog:
         #: When the checkpoint last moved, and how many times it has (its data version).
         self.version_timestamp = 0
         self.version_counter = 0
+        #: Entries finished since the checkpoint last moved (the checkpoint can only move when some were).
+        self.finished_since_checkpoint = 0
 
     # -- the bitmap ---------------------------------------------------------------------------------------
 
@@ -124,9 +126,11 @@ class TimerLog:
         for offset in offsets:
             self._set_done(offset)
             self._intents.pop(offset, None)
+        self.finished_since_checkpoint += len(offsets)
 
     def advance_checkpoint(self, lowest_pending: int) -> None:
         """Move the checkpoint up to ``lowest_pending`` and rewrite the log without what it now covers."""
+        self.finished_since_checkpoint = 0
         if lowest_pending <= self.checkpoint or self._file is None:
             return
         write_atomically(self._dir / CHECKPOINT_FILE, str(lowest_pending).encode("ascii"))
