@@ -394,3 +394,46 @@ async def test_a_congested_slot_is_refused(parts: BrokerParts) -> None:
     assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, flow_control_remark(1))
     answer = await call(send_processor(parts), send_request({const.TIMER_DELAY_SEC: "7"}))
     assert answer.code == ResponseCode.SUCCESS  # another slot
+
+
+# -- the progress log on its own ------------------------------------------------------------------
+
+
+def test_progress_log_reopens_drops_a_torn_record_and_compacts(tmp_path: Path) -> None:
+    progress = TimerLog(tmp_path, sync=True)
+    progress.open()
+    progress.mark_done([0, 1, 3])
+    progress.mark_intent(2, 40)
+    progress.close()
+    with (tmp_path / "progress.log").open("ab") as torn:
+        torn.write(b"D\x00\x00")  # a crash in the middle of a record
+    again = TimerLog(tmp_path, sync=True)
+    again.open()
+    assert [again.is_done(o) for o in range(5)] == [True, True, False, True, False]
+    assert again.open_intents() == [(2, 40)]
+    again.mark_done([2])
+    again.advance_checkpoint(4)
+    assert again.checkpoint == 4 and again.open_intents() == []
+    again.mark_done([6])
+    again.close()
+    third = TimerLog(tmp_path, sync=True)
+    third.open()
+    assert third.checkpoint == 4
+    assert [third.is_done(o) for o in range(8)] == [True] * 4 + [False, False, True, False]
+    third.close()
+
+
+async def test_a_recall_holds_across_a_restart(tmp_path: Path) -> None:
+    store = tmp_path / "store"
+    async with open_parts(store, clock=ManualClock(START_MS), recall_message_enable=True) as first:
+        add_topic(first)
+        gone = await send(first, {const.TIMER_DELAY_SEC: "3"}, b"gone")
+        await send(first, {const.TIMER_DELAY_SEC: "3"}, b"kept")
+        assert gone.recall_handle is not None
+        answer = await call(recall_processor(first), recall_request(gone.recall_handle))
+        assert answer.code == ResponseCode.SUCCESS
+    async with open_parts(store, clock=ManualClock(START_MS + 500)) as second:
+        assert second.storage.timer.pending == 3  # two messages and the marker
+        clock_of(second).advance(4000)
+        await second.storage.timer.deliver_due()
+        assert [m.body for m in delivered(second)] == [b"kept"]
