@@ -1,5 +1,5 @@
 """Timer messages and recall (RocketMQ 5) between the project's producer, Apache's Java client and Apache's
-brokers; and the clear refusal a 4.x broker gets.
+5.x brokers or the project's broker (the same expectations); and the clear refusal a 4.x broker gets.
 
 On each 5.x release, one topic carries timer messages of every form: from the project's producer an
 absolute delivery time, a delay in seconds and one in milliseconds; from Java's producer an absolute time
