@@ -122,7 +122,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
             config=config, topics=topics, messages=storage.messages, timer=storage.timer
         ),
         RequestCode.END_TRANSACTION: EndTransactionProcessor(
-            config=config, transactions=storage.transactions
+            config=config, transactions=storage.transactions, timer=storage.timer
         ),
         # consumer groups and their offsets
         RequestCode.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetProcessor(offsets=offsets, store=store),

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import random
 from collections.abc import Callable, Mapping
@@ -212,6 +213,18 @@ class TimerMessageService:
         if count >= limit * 2:
             return True
         return self._random.randrange(1000) > 1000 * (count - limit) / (limit + 0.1)
+
+    def place(self, message: MessageExt) -> MessageExt | TimerRefusal:
+        """``message`` as it is to be stored: unchanged, or re-addressed to the timer topic."""
+        properties = dict(message.properties)
+        placed = self.transform(properties, message.topic, message.queue_id)
+        if isinstance(placed, TimerRefusal):
+            return placed
+        if placed == (message.topic, message.queue_id) and properties == message.properties:
+            return message
+        return dataclasses.replace(
+            message, topic=placed[0], queue_id=placed[1], properties_string=stored_properties(properties)
+        )
 
     # -- the index ----------------------------------------------------------------------------------------
 
