@@ -47,6 +47,8 @@ TIMER_DIR = "timer"
 #: Pause before retrying a due message whose re-store failed for a passing reason.
 RETRY_AFTER_FAILURE_MS = 1000
 _READ_BATCH = 32
+#: Due messages stored together (one intent append, one done append).
+_DELIVERY_BATCH = 128
 _PERMANENT_FAILURES = (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
 
 
@@ -431,13 +433,18 @@ class TimerMessageService:
                 continue
             to_send.append((offset, message))
         if finished:
+            # Recalled messages before the markers that recall them: a torn append keeps a prefix, and a
+            # marker used up without its message marked would let the message out after a crash.
+            markers = {offset for offset, message in read if const.TIMER_DEL_UNIQKEY in message.properties}
+            finished.sort(key=lambda offset: offset in markers)
             await asyncio.to_thread(self._log.mark_done, finished)
-        for offset, message in to_send:
-            if not await self._deliver_one(offset, message):
+        for start in range(0, len(to_send), _DELIVERY_BATCH):
+            if not await self._deliver_batch(to_send[start : start + _DELIVERY_BATCH]):
                 return False
         return True
 
-    async def _deliver_one(self, offset: int, message: MessageExt) -> bool:
+    def _copy_of(self, message: MessageExt) -> MessageExt | None:
+        """The message as delivered to its real queue (None when that topic is gone)."""
         props = dict(message.properties)
         real_topic = props.pop(const.REAL_TOPIC, "")
         real_qid = props.pop(const.REAL_QID, "")
@@ -445,39 +452,76 @@ class TimerMessageService:
             log.warning(
                 "dropping timer message %s: its topic %r is unknown", props.get(const.UNIQ_KEY), real_topic
             )
-            await asyncio.to_thread(self._log.mark_done, [offset])
-            return True
-        now = self._clock.now_ms()
+            return None
         props[const.TIMER_ENQUEUE_MS] = str(message.store_timestamp)
-        props[const.TIMER_DEQUEUE_MS] = str(now)
-        queue_id = int(real_qid)
-        copy = MessageExt(
+        props[const.TIMER_DEQUEUE_MS] = str(self._clock.now_ms())
+        return MessageExt(
             topic=real_topic,
             body=message.body,
             flag=message.flag,
             properties_string=stored_properties(props),
-            queue_id=queue_id,
+            queue_id=int(real_qid),
             sys_flag=message.sys_flag,
             born_timestamp=message.born_timestamp,
             born_host=message.born_host,
             store_host=message.store_host,
             reconsume_times=message.reconsume_times,
         )
-        # Say where the copy could land before storing it: a crash after the store but before the done
-        # record is then settled on restart by looking for the copy from there on.
-        real_from = self._messages.store.get_max_offset(real_topic, queue_id)
-        await asyncio.to_thread(self._log.mark_intent, offset, real_from)
-        result = await self._messages.put(copy)
-        if not result.status.stored:
-            if result.status in _PERMANENT_FAILURES:
-                log.error("dropping timer message %s: %s", props.get(const.UNIQ_KEY), result.status.name)
-                await asyncio.to_thread(self._log.mark_done, [offset])
-                return True
+
+    async def _deliver_batch(self, batch: list[tuple[int, MessageExt]]) -> bool:
+        """Store the copies of some due messages; False when one must be retried.
+
+        Intents first, for all of them in one durable append (each names where its copy could land), then
+        the copies stored together (under SYNC_FLUSH their flushes share group commits), then one durable
+        append marking those stored as done.
+        """
+        store = self._messages.store
+        copies: list[tuple[int, MessageExt]] = []
+        dropped: list[int] = []
+        for offset, message in batch:
+            copy = self._copy_of(message)
+            if copy is None:
+                dropped.append(offset)
+            else:
+                copies.append((offset, copy))
+        if dropped:
+            await asyncio.to_thread(self._log.mark_done, dropped)
+        if not copies:
+            return True
+        intents = [(offset, store.get_max_offset(copy.topic, copy.queue_id)) for offset, copy in copies]
+        await asyncio.to_thread(self._log.mark_intents, intents)
+        results = await asyncio.gather(
+            *(self._messages.put(copy) for _, copy in copies), return_exceptions=True
+        )
+        done: list[int] = []
+        failure: BaseException | None = None
+        for (offset, copy), result in zip(copies, results, strict=True):
+            if isinstance(result, BaseException):
+                failure = failure or result
+                continue
+            if result.status.stored:
+                done.append(offset)
+                self.delivered_count += 1
+                self._count(copy.topic, -1)
+            elif result.status in _PERMANENT_FAILURES:
+                log.error(
+                    "dropping timer message %s: %s", copy.properties.get(const.UNIQ_KEY), result.status.name
+                )
+                done.append(offset)
+            else:
+                failure = failure or _Retry(result.status.name)
+        if done:
+            await asyncio.to_thread(self._log.mark_done, done)
+        if isinstance(failure, _Retry):
+            log.warning("storing a due timer message failed (%s); retrying", failure)
             return False
-        await asyncio.to_thread(self._log.mark_done, [offset])
-        self.delivered_count += 1
-        self._count(real_topic, -1)
+        if failure is not None:
+            raise failure
         return True
+
+
+class _Retry(Exception):
+    """A due message's copy was not stored for a passing reason."""
 
 
 def _positive(text: str) -> bool:

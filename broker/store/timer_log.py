@@ -116,9 +116,10 @@ class TimerLog:
         if self._sync:
             os.fsync(file.fileno())
 
-    def mark_intent(self, offset: int, real_from: int) -> None:
-        self._append(_RECORD.pack(_INTENT, offset, real_from))
-        self._intents[offset] = real_from
+    def mark_intents(self, intents: list[tuple[int, int]]) -> None:
+        """Record deliveries about to store their copies: (timer-queue offset, real queue end) each."""
+        self._append(b"".join(_RECORD.pack(_INTENT, offset, real_from) for offset, real_from in intents))
+        self._intents.update(intents)
 
     def mark_done(self, offsets: list[int]) -> None:
         """Record, in the given order, that these entries are finished (durable before returning)."""
