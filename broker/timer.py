@@ -33,7 +33,7 @@ from broker.message_service import MessageService, stored_properties
 from broker.store import FlushDiskType, GetMessageStatus, PutMessageStatus
 from broker.store.timer_log import TimerLog
 from broker.timer_index import TimerIndex
-from rocketmq_wire import ResponseCode
+from rocketmq_wire import ResponseCode, topics
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const
 from rocketmq_wire.message.stored import MessageExt, decode_message
@@ -41,7 +41,7 @@ from rocketmq_wire.message.stored import MessageExt, decode_message
 log = logging.getLogger("broker.timer")
 
 #: Apache's ``TimerMessageStore.TIMER_TOPIC``.
-TIMER_TOPIC = "rmq_sys_wheel_timer"
+TIMER_TOPIC = topics.WHEEL_TIMER_TOPIC
 #: Where the timer's own files live, under the store root.
 TIMER_DIR = "timer"
 #: Pause before retrying a due message whose re-store failed for a passing reason.
