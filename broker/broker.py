@@ -40,6 +40,7 @@ from broker.sql92 import ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
 from broker.subscription_groups import SubscriptionGroupManager
+from broker.timer import TimerMessageService, build_timer
 from broker.topic_config_manager import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from broker.vip_channel import start_vip_server, vip_port
@@ -102,6 +103,7 @@ class Broker:
         self._store: MessageStore | None = None
         self._messages: MessageService | None = None
         self._schedule: ScheduleMessageService | None = None
+        self._timer: TimerMessageService | None = None
         self._transactions: TransactionalMessageService | None = None
         self._pull_holder: PullRequestHoldService | None = None
         self._pull: PullMessageProcessor | None = None
@@ -137,6 +139,12 @@ class Broker:
         if self._schedule is None:
             raise BrokerNotStartedError("the broker is not started")
         return self._schedule
+
+    @property
+    def timer(self) -> TimerMessageService:
+        if self._timer is None:
+            raise BrokerNotStartedError("the broker is not started")
+        return self._timer
 
     @property
     def transactions(self) -> TransactionalMessageService:
@@ -211,6 +219,8 @@ class Broker:
         except BaseException:
             if self._schedule is not None:
                 await self._schedule.stop()
+            if self._timer is not None:
+                await self._timer.stop()
             if self._store is not None:
                 await self._store.stop()
             await self.server.close()
@@ -285,6 +295,12 @@ class Broker:
         self._schedule.load()
         if not config.is_slave:  # a slave's store takes no writes: its master delivers delayed messages
             self._schedule.start()
+        self._timer = build_timer(
+            messages, self.clock, config, lambda topic: topic in self.topic_config_manager
+        )
+        await asyncio.to_thread(self._timer.load)
+        if not config.is_slave:  # as delay levels: the master delivers
+            self._timer.start()
         self._transactions = TransactionalMessageService(
             messages, self.consumer_offsets, config, self.clock, self._send_check
         )
@@ -324,6 +340,7 @@ class Broker:
                 messages=self.messages,
                 schedule=self.schedule,
                 transactions=self.transactions,
+                timer=self.timer,
             ),
             metadata=Metadata(
                 topics=self.topic_config_manager,
@@ -392,6 +409,12 @@ class Broker:
                 self.schedule.persist_if_dirty,
             ),
             PeriodicTask(
+                "timer-checkpoint",
+                self.clock,
+                lambda: config.timer_flush_interval_ms,
+                self.timer.checkpoint_now,
+            ),
+            PeriodicTask(
                 "clean-expired-files", self.clock, lambda: config.clean_resource_interval, self._clean_store
             ),
             PeriodicTask(
@@ -433,6 +456,7 @@ class Broker:
             await self.registration.unregister_all()
         await self.ha.close()
         await self.schedule.stop()
+        await self.timer.stop()
         await self.pull_holder.close()
         if self._vip_server is not None:
             await self._vip_server.close()

@@ -114,6 +114,15 @@ class BrokerConfig:
     # delayed messages
     message_delay_level: str = _setting("messageDelayLevel", DEFAULT_DELAY_LEVELS)
     flush_delay_offset_interval: int = _setting("flushDelayOffsetInterval", 10_000)
+    # timer messages (broker/timer.py), Apache's MessageStoreConfig names and defaults
+    timer_wheel_enable: bool = _setting("timerWheelEnable", True)
+    timer_precision_ms: int = _setting("timerPrecisionMs", 1000)
+    timer_max_delay_sec: int = _setting("timerMaxDelaySec", 3 * 24 * 3600)
+    timer_flush_interval_ms: int = _setting("timerFlushIntervalMs", 1000)
+    timer_congest_num_each_slot: int = _setting("timerCongestNumEachSlot", 2**31 - 1)
+    # recall of timer messages (RECALL_MESSAGE, 5.3.2+)
+    recall_message_enable: bool = _setting("recallMessageEnable", False)
+    allow_recall_when_broker_not_writeable: bool = _setting("allowRecallWhenBrokerNotWriteable", True)
     # transactions
     reject_transaction_message: bool = _setting("rejectTransactionMessage", False)
     transaction_time_out: int = _setting("transactionTimeOut", 6000)

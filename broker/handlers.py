@@ -61,6 +61,7 @@ from broker.processors.queue_offsets import (
     GetMinOffsetProcessor,
     SearchOffsetProcessor,
 )
+from broker.processors.recall import RecallMessageProcessor
 from broker.processors.reset_offset import ResetOffsetProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import ConsumerSendMsgBackProcessor
@@ -70,6 +71,7 @@ from broker.processors.store_admin import (
     CleanUnusedTopicProcessor,
     DeleteExpiredCommitLogProcessor,
 )
+from broker.processors.timer_admin import GetTimerCheckPointProcessor, GetTimerMetricsProcessor
 from broker.processors.topic_admin import (
     DeleteTopicProcessor,
     GetAllTopicConfigProcessor,
@@ -101,6 +103,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         transactions=storage.transactions,
         unique_ids=services.unique_ids,
         announcer=announcer,
+        timer=storage.timer,
     )
     relay = ConsumerRelayProcessor(config=config, consumers=consumers, store=store, channel=clients.channel)
     return {
@@ -119,8 +122,11 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         ),
         RequestCode.PULL_MESSAGE: pull,
         RequestCode.LITE_PULL_MESSAGE: pull,
+        RequestCode.RECALL_MESSAGE: RecallMessageProcessor(
+            config=config, topics=topics, messages=storage.messages, timer=storage.timer
+        ),
         RequestCode.END_TRANSACTION: EndTransactionProcessor(
-            config=config, transactions=storage.transactions
+            config=config, transactions=storage.transactions, timer=storage.timer
         ),
         # consumer groups and their offsets
         RequestCode.QUERY_CONSUMER_OFFSET: QueryConsumerOffsetProcessor(offsets=offsets, store=store),
@@ -214,6 +220,8 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         # whole tables, as admin tools and slaves fetch them
         RequestCode.GET_ALL_CONSUMER_OFFSET: GetAllConsumerOffsetProcessor(offsets=offsets),
         RequestCode.GET_ALL_DELAY_OFFSET: GetAllDelayOffsetProcessor(schedule=storage.schedule),
+        RequestCode.GET_TIMER_CHECK_POINT: GetTimerCheckPointProcessor(timer=storage.timer),
+        RequestCode.GET_TIMER_METRICS: GetTimerMetricsProcessor(timer=storage.timer),
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupProcessor(groups=groups),
         RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(),
         # ACL administration

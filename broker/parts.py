@@ -31,6 +31,7 @@ from broker.sql92 import ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore
 from broker.subscription_groups import SubscriptionGroupManager
+from broker.timer import TimerMessageService
 from broker.topic_config_manager import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from rocketmq_wire.bodies.topic_config import DataVersion
@@ -51,6 +52,8 @@ class Storage:
     schedule: ScheduleMessageService
     #: Half messages and their commit, rollback and check-back.
     transactions: TransactionalMessageService
+    #: Timer messages (``TIMER_DELIVER_MS`` & co.): held in ``rmq_sys_wheel_timer`` until due, and recalls.
+    timer: TimerMessageService
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -32,6 +32,7 @@ from broker.sql92 import ExpressionCompiler
 from broker.stats import BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore, TopicConfigStore
 from broker.subscription_groups import SubscriptionGroupManager
+from broker.timer import build_timer
 from broker.topic_config_manager import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from rocketmq_wire import RemotingCommand, RequestCode
@@ -131,6 +132,8 @@ async def open_parts(
     schedule = ScheduleMessageService(
         messages, config.delay_levels_ms(), clock, config.config_dir, topics.__contains__, config.store_host
     )
+    timer = build_timer(messages, clock, config, topics.__contains__)
+    timer.load()
     holder = PullRequestHoldService(clock, lambda request, conn: None)
     announcer = ChangeAnnouncer(_nothing_to_register)
     namesrv_client = RemotingClient()
@@ -151,6 +154,7 @@ async def open_parts(
                 transactions=TransactionalMessageService(
                     messages, offsets, config, clock, _no_producer_to_ask
                 ),
+                timer=timer,
             ),
             metadata=Metadata(topics=topics, groups=groups, offsets=offsets),
             clients=Clients(
@@ -176,6 +180,7 @@ async def open_parts(
             ),
         )
     finally:
+        await timer.stop()
         await announcer.close()
         await holder.close()
         await namesrv_client.close()

@@ -148,6 +148,10 @@ class TopicConfigManager:
         )
         for name in (topics.TRANS_HALF_TOPIC, topics.TRANS_OP_HALF_TOPIC):
             found.append(TopicConfig(topic_name=name, read_queue_nums=1, write_queue_nums=1))
+        if c.timer_wheel_enable:  # where timer messages wait (broker/timer.py)
+            found.append(
+                TopicConfig(topic_name=topics.WHEEL_TIMER_TOPIC, read_queue_nums=1, write_queue_nums=1)
+            )
         return found
 
     # -- lookups ----------------------------------------------------------------------------------------

@@ -103,9 +103,17 @@ class TransactionalMessageService:
         return message if message.topic == topics.TRANS_HALF_TOPIC else None
 
     async def end(
-        self, producer_group: str, tran_state_table_offset: int, commit_log_offset: int, verdict: int
+        self,
+        producer_group: str,
+        tran_state_table_offset: int,
+        commit_log_offset: int,
+        verdict: int,
+        place: Callable[[MessageExt], MessageExt | Verdict] | None = None,
     ) -> Verdict:
-        """Apply a producer's COMMIT or ROLLBACK to the half message at ``commit_log_offset``."""
+        """Apply a producer's COMMIT or ROLLBACK to the half message at ``commit_log_offset``.
+
+        ``place`` may re-address the committed message before it is stored (a timer message waits in the
+        timer topic, as Apache's store hook sends a committed one there), or refuse it."""
         half = self._find_half(commit_log_offset)
         if half is None:
             return Verdict(ResponseCode.SYSTEM_ERROR, "Find prepared transaction message failed")
@@ -117,6 +125,11 @@ class TransactionalMessageService:
             return Verdict(ResponseCode.SYSTEM_ERROR, "The commit log offset wrong")
         if verdict == TransactionType.COMMIT_TYPE:
             final = self._final_message(half)
+            if place is not None:
+                placed = place(final)
+                if isinstance(placed, Verdict):
+                    return placed
+                final = placed
             result = await self._messages.put(final)
             if not result.status.stored:
                 log.warning("committing transaction message %s failed: %s", half.msg_id, result.status.name)

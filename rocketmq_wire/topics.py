@@ -23,6 +23,8 @@ TRACE_TOPIC: Final = "RMQ_SYS_TRACE_TOPIC"
 SELF_TEST_TOPIC: Final = "SELF_TEST_TOPIC"
 OFFSET_MOVED_EVENT: Final = "OFFSET_MOVED_EVENT"
 SYSTEM_TOPIC_PREFIX: Final = "rmq_sys_"
+#: Where a 5.x broker keeps timer messages until their time (Apache's ``TimerMessageStore.TIMER_TOPIC``).
+WHEEL_TIMER_TOPIC: Final = "rmq_sys_wheel_timer"
 REPLY_TOPIC_SUFFIX: Final = "_REPLY_TOPIC"
 
 RETRY_GROUP_TOPIC_PREFIX: Final = "%RETRY%"

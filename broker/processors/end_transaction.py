@@ -11,18 +11,30 @@ import logging
 
 from broker.config import BrokerConfig
 from broker.processors.common import read_header
-from broker.transaction import TransactionalMessageService
+from broker.timer import TimerMessageService, TimerRefusal
+from broker.transaction import TransactionalMessageService, Verdict
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.headers.transaction import EndTransactionRequestHeader, TransactionType
+from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.transport import Connection
 
 log = logging.getLogger("broker.processors.end_transaction")
 
 
 class EndTransactionProcessor:
-    def __init__(self, *, config: BrokerConfig, transactions: TransactionalMessageService) -> None:
+    def __init__(
+        self, *, config: BrokerConfig, transactions: TransactionalMessageService, timer: TimerMessageService
+    ) -> None:
         self._config = config
         self._transactions = transactions
+        self._timer = timer
+
+    def _place(self, message: MessageExt) -> MessageExt | Verdict:
+        """A committed timer message waits for its time, as Apache's store hook makes it."""
+        placed = self._timer.place(message)
+        if isinstance(placed, TimerRefusal):
+            return Verdict(placed.code, placed.remark)
+        return placed
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, EndTransactionRequestHeader)
@@ -49,7 +61,11 @@ class EndTransactionProcessor:
             TransactionType(verdict).name,
         )
         outcome = await self._transactions.end(
-            group, int(header.tran_state_table_offset or 0), int(header.commit_log_offset or 0), verdict
+            group,
+            int(header.tran_state_table_offset or 0),
+            int(header.commit_log_offset or 0),
+            verdict,
+            self._place,
         )
         if outcome.remark is not None:
             log.warning(

@@ -27,6 +27,7 @@ from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
 from broker.store import PutMessageResult, PutMessageStatus
 from broker.subscription_groups import SubscriptionGroupManager
+from broker.timer import TimerMessageService, TimerRefusal
 from broker.topic_config_manager import TopicConfigManager, describe
 from broker.transaction import TransactionalMessageService
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, topics
@@ -43,6 +44,7 @@ from rocketmq_wire.message import const, sysflag
 from rocketmq_wire.message.batch import decode_batch, merge_batch_properties
 from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.message.properties import decode_properties
+from rocketmq_wire.message.recall import RecallHandle
 from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.perm import PERM_READ, PERM_WRITE, is_writeable
 from rocketmq_wire.transport import Connection, DeferredAnswer
@@ -108,7 +110,9 @@ class SendMessageProcessor:
         transactions: TransactionalMessageService,
         unique_ids: UniqueIdGenerator,
         announcer: ChangeAnnouncer,
+        timer: TimerMessageService,
     ) -> None:
+        self._timer = timer
         self._config = config
         self._topics = topics
         self._groups = groups
@@ -264,7 +268,15 @@ class SendMessageProcessor:
             half = self._transactions.make_half(message, properties)
             result = await self._transactions.prepare(half)
             return self._put_answer(request, result, queue_id, properties.get(const.UNIQ_KEY))
-        real_topic, real_queue = self._schedule.apply_delay(properties, topic, queue_id)
+        placed = self._timer.transform(properties, topic, queue_id)
+        if isinstance(placed, TimerRefusal):
+            return self._answer(request, placed.code, placed.remark)
+        recall_handle: str | None = None
+        if placed != (topic, queue_id):  # a timer message: it waits in the timer topic
+            real_topic, real_queue = placed
+            recall_handle = self._recall_handle(properties)
+        else:
+            real_topic, real_queue = self._schedule.apply_delay(properties, topic, queue_id)
         if real_topic != topic:
             message = dataclasses.replace(
                 message,
@@ -272,7 +284,18 @@ class SendMessageProcessor:
                 queue_id=real_queue,
                 properties_string=stored_properties(properties),
             )
-        return self._put([message], request, queue_id, properties.get(const.UNIQ_KEY))
+        return self._put([message], request, queue_id, properties.get(const.UNIQ_KEY), recall_handle)
+
+    def _recall_handle(self, properties: dict[str, str]) -> str | None:
+        """The handle a timer message's answer carries (none for a retry topic's), as Apache builds it: one
+        past the floored delivery time, so the recall's own floor lands in the same slot."""
+        real_topic = properties.get(const.REAL_TOPIC, "")
+        out_ms = properties.get(const.TIMER_OUT_MS)
+        if out_ms is None or topics.is_retry_topic(real_topic):
+            return None
+        return RecallHandle(
+            real_topic, self._config.broker_name, str(int(out_ms) + 1), properties.get(const.UNIQ_KEY, "")
+        ).encode()
 
     def _retry_or_dlq(
         self,
@@ -361,7 +384,12 @@ class SendMessageProcessor:
     # -- the store's verdict ----------------------------------------------------------------------------
 
     def _put(
-        self, messages: list[MessageExt], request: RemotingCommand, queue_id: int, unique_id: str | None
+        self,
+        messages: list[MessageExt],
+        request: RemotingCommand,
+        queue_id: int,
+        unique_id: str | None,
+        recall_handle: str | None = None,
     ) -> RemotingCommand | DeferredAnswer:
         """Store, and answer now, or once the store's wait (SYNC_FLUSH, SYNC_MASTER) is over.
 
@@ -372,7 +400,7 @@ class SendMessageProcessor:
         def stored(result: PutMessageResult) -> None:
             assert promise is not None  # the store never calls back before put_all_then has returned
             try:
-                answer = self._put_answer(request, result, queue_id, unique_id)
+                answer = self._put_answer(request, result, queue_id, unique_id, recall_handle)
             except Exception as exc:
                 promise.fail(exc)
             else:
@@ -382,10 +410,15 @@ class SendMessageProcessor:
         if result is None:
             promise = DeferredAnswer()
             return promise
-        return self._put_answer(request, result, queue_id, unique_id)
+        return self._put_answer(request, result, queue_id, unique_id, recall_handle)
 
     def _put_answer(
-        self, request: RemotingCommand, result: PutMessageResult, queue_id: int, unique_id: str | None
+        self,
+        request: RemotingCommand,
+        result: PutMessageResult,
+        queue_id: int,
+        unique_id: str | None,
+        recall_handle: str | None = None,
     ) -> RemotingCommand:
         status = result.status
         stored_code = _STORED_CODES.get(status)
@@ -396,6 +429,7 @@ class SendMessageProcessor:
                 queue_id=queue_id,
                 queue_offset=result.queue_offset,
                 transaction_id=unique_id,
+                recall_handle=recall_handle,
             )
             return self._answer(request, stored_code, None, header)
         if status in (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED):

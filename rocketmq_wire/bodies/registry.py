@@ -56,6 +56,7 @@ from rocketmq_wire.bodies.subscription_group import (
     SubscriptionGroupConfig,
     SubscriptionGroupWrapper,
 )
+from rocketmq_wire.bodies.timer import TimerMetricsBody
 from rocketmq_wire.bodies.topic_config import (
     DataVersion,
     TopicConfigAndQueueMapping,
@@ -166,6 +167,7 @@ RESPONSE_BODY_TYPES: Mapping[int, type[JsonBody]] = MappingProxyType(
         RequestCode.GET_LITE_TOPIC_INFO: GetLiteTopicInfoResponseBody,
         RequestCode.GET_LITE_GROUP_INFO: GetLiteGroupInfoResponseBody,
         RequestCode.GET_LITE_CLIENT_INFO: GetLiteClientInfoResponseBody,
+        RequestCode.GET_TIMER_METRICS: TimerMetricsBody,
     }
 )
 

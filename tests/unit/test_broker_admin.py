@@ -67,7 +67,7 @@ async def test_system_topics_exist_like_apache(broker: Broker, client: BrokerCli
     assert {
         "TBW102", "SELF_TEST_TOPIC", "BenchmarkTest", "OFFSET_MOVED_EVENT", "SCHEDULE_TOPIC_XXXX",
         "DefaultCluster", "DefaultCluster_REPLY_TOPIC", "broker-a", "RMQ_SYS_TRANS_HALF_TOPIC",
-        "RMQ_SYS_TRANS_OP_HALF_TOPIC",
+        "RMQ_SYS_TRANS_OP_HALF_TOPIC", "rmq_sys_wheel_timer",
     } <= set(table)  # fmt: skip
     assert (table["TBW102"].read_queue_nums, table["TBW102"].perm) == (8, 7)
     assert (table["SCHEDULE_TOPIC_XXXX"].write_queue_nums, table["DefaultCluster"].perm) == (18, 7)

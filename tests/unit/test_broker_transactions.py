@@ -10,13 +10,14 @@ import pytest
 
 from broker import Broker, ManualClock
 from broker.testing import BrokerClient, message_properties, running_broker
+from broker.timer import TIMER_TOPIC
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.headers.transaction import (
     CheckTransactionStateRequestHeader,
     EndTransactionRequestHeader,
     TransactionType,
 )
-from rocketmq_wire.message import decode_messages, sysflag
+from rocketmq_wire.message import const, decode_messages, sysflag
 from rocketmq_wire.message.ids import decode_offset_msg_id
 from rocketmq_wire.transport import Connection
 
@@ -183,3 +184,32 @@ async def test_a_message_checked_too_often_is_given_up(tmp_path: Path) -> None:
         assert second.discarded == 1 and second.checked == 0
         assert (await broker.transactions.check_once()).checked == 0
         assert broker.store.get_max_offset("Orders", 0) == 0
+
+
+async def test_a_committed_timer_message_waits_for_its_time(broker: Broker, clock: ManualClock) -> None:
+    """The half message is not a timer message; its commit is, as Apache's store hook makes it."""
+    async with BrokerClient(broker.address) as producer:
+        await producer.create_topic("Orders", 2)
+        properties = message_properties(
+            "Tx", [], {"TRAN_MSG": "true", "PGROUP": GROUP, const.TIMER_DELAY_SEC: "10"}
+        )
+        sent = await producer.send(
+            "Orders",
+            b"later",
+            queue_id=1,
+            properties=properties,
+            sys_flag=sysflag.TRANSACTION_PREPARED_TYPE,
+            group=GROUP,
+            born_timestamp=clock.now_ms(),
+        )
+        assert sent.code == ResponseCode.SUCCESS
+        assert broker.store.get_max_offset(TIMER_TOPIC, 0) == 0
+        committed = await producer.request(
+            RequestCode.END_TRANSACTION, _verdict(sent, TransactionType.COMMIT_TYPE)
+        )
+        assert committed.code == ResponseCode.SUCCESS
+        assert broker.store.get_max_offset("Orders", 1) == 0
+        assert broker.store.get_max_offset(TIMER_TOPIC, 0) == 1
+        clock.advance(10_000)
+        await broker.timer.deliver_due()
+        assert broker.store.get_max_offset("Orders", 1) == 1
