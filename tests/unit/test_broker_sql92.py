@@ -282,6 +282,7 @@ async def send_batch(parts: BrokerParts) -> list[dict[str, str]]:
         messages=parts.storage.messages,
         schedule=parts.storage.schedule,
         transactions=parts.storage.transactions,
+        timer=parts.storage.timer,
         unique_ids=parts.services.unique_ids,
         announcer=parts.services.announcer,
     )
