@@ -51,6 +51,7 @@ from broker.processors.offset_export import (
     GetAllMessageRequestModeProcessor,
     GetAllSubscriptionGroupProcessor,
 )
+from broker.processors.pop import AckMessageProcessor, ChangeInvisibleTimeProcessor, PopMessageProcessor
 from broker.processors.producer_admin import GetAllProducerInfoProcessor, GetProducerConnectionListProcessor
 from broker.processors.pull import PullMessageProcessor
 from broker.processors.query import QueryMessageProcessor, ViewMessageByIdProcessor
@@ -105,6 +106,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         announcer=announcer,
         timer=storage.timer,
     )
+    ack = AckMessageProcessor(topics=topics, store=store, pop=services.pop)
     relay = ConsumerRelayProcessor(config=config, consumers=consumers, store=store, channel=clients.channel)
     return {
         # producing and consuming
@@ -124,6 +126,14 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.LITE_PULL_MESSAGE: pull,
         RequestCode.RECALL_MESSAGE: RecallMessageProcessor(
             config=config, topics=topics, messages=storage.messages, timer=storage.timer
+        ),
+        RequestCode.POP_MESSAGE: PopMessageProcessor(
+            config=config, clock=parts.clock, topics=topics, groups=groups, pop=services.pop
+        ),
+        RequestCode.ACK_MESSAGE: ack,
+        RequestCode.BATCH_ACK_MESSAGE: ack,
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeProcessor(
+            clock=parts.clock, topics=topics, store=store, pop=services.pop
         ),
         RequestCode.END_TRANSACTION: EndTransactionProcessor(
             config=config, transactions=storage.transactions, timer=storage.timer

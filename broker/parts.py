@@ -25,6 +25,7 @@ from broker.ha.service import HighAvailability
 from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
+from broker.pop.service import PopService
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
 from broker.sql92 import ExpressionCompiler
@@ -94,6 +95,8 @@ class Services:
     acl: PlainAclManager | None
     #: SQL92 expressions compiled once each (pulls, pops and CHECK_CLIENT_CONFIG share them).
     filters: ExpressionCompiler
+    #: POP consumption: checkpoints of popped messages, acks, revive and pops waiting for messages.
+    pop: PopService
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)
