@@ -32,6 +32,7 @@ from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
 from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
 from broker.periodic import PeriodicTask
+from broker.pop.request_modes import MessageRequestModeManager
 from broker.pop.service import PopService
 from broker.processors.common import AnswersInline, guarded, guarded_inline
 from broker.processors.pull import PullMessageProcessor
@@ -111,6 +112,7 @@ class Broker:
         self._transactions: TransactionalMessageService | None = None
         self._pull_holder: PullRequestHoldService | None = None
         self._pop: PopService | None = None
+        self._request_modes = MessageRequestModeManager(config.config_dir)
         self._pull: PullMessageProcessor | None = None
         self._send_flow_control: SendFlowControl | None = None
         self._ha: HighAvailability | None = None
@@ -325,6 +327,8 @@ class Broker:
             store_host=config.store_host,
         )
         self._pop.load()
+        self._request_modes = MessageRequestModeManager(config.config_dir)
+        self._request_modes.load()
 
     def _serve_held_pull(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         """A held pull is due (messages arrived or its time is up): answer it now, holding it no longer."""
@@ -383,6 +387,7 @@ class Broker:
                 acl=self.acl,
                 filters=self.filters,
                 pop=self.pop,
+                request_modes=self._request_modes,
             ),
         )
 

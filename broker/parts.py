@@ -25,6 +25,7 @@ from broker.ha.service import HighAvailability
 from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
+from broker.pop.request_modes import MessageRequestModeManager
 from broker.pop.service import PopService
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
@@ -97,6 +98,8 @@ class Services:
     filters: ExpressionCompiler
     #: POP consumption: checkpoints of popped messages, acks, revive and pops waiting for messages.
     pop: PopService
+    #: Which groups consume which topics by POP (SET_MESSAGE_REQUEST_MODE).
+    request_modes: MessageRequestModeManager
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

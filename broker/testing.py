@@ -26,6 +26,7 @@ from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
 from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
+from broker.pop.request_modes import MessageRequestModeManager
 from broker.pop.service import PopService
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
@@ -146,6 +147,8 @@ async def open_parts(
         store_host=config.store_host,
     )
     pop.load()
+    request_modes = MessageRequestModeManager(config.config_dir)
+    request_modes.load()
     announcer = ChangeAnnouncer(_nothing_to_register)
     namesrv_client = RemotingClient()
     synchronizer = SlaveSynchronizer(
@@ -189,6 +192,7 @@ async def open_parts(
                 acl=None,
                 filters=ExpressionCompiler(),
                 pop=pop,
+                request_modes=request_modes,
             ),
         )
     finally:
