@@ -4,7 +4,9 @@ what a POP consumer gets from the broker."""
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -227,3 +229,40 @@ async def test_checkpoints_survive_a_restart(tmp_path: Path) -> None:
         assert await parts.services.pop.revive_once() == 1
         _, result = await pop(parts)
         assert bodies(result) == [b"unacked"]
+
+
+async def test_a_long_poll_waits_for_a_message_and_times_out_without_one(parts: BrokerParts) -> None:
+    name = parts.config.broker_name
+    waiting = asyncio.create_task(pop(parts, spec(broker_name=name, poll_time_ms=5_000)))
+    await asyncio.sleep(0.05)
+    assert not waiting.done(), "held while nothing is there"
+    await put(parts, b"arrived")
+    answer, result = await asyncio.wait_for(waiting, 2)
+    assert answer.code == ResponseCode.SUCCESS and bodies(result) == [b"arrived"]
+    started = time.monotonic()
+    answer, result = await pop(parts, spec(broker_name=name, poll_time_ms=200))
+    assert answer.code == ResponseCode.POLLING_TIMEOUT and time.monotonic() - started >= 0.19
+    assert result is not None and result.status is PopStatus.NO_NEW_MSG
+
+
+async def test_an_orderly_pop_holds_a_queue_until_its_batch_is_done(parts: BrokerParts) -> None:
+    clock = parts.clock
+    assert isinstance(clock, ManualClock)
+    for i in range(2):
+        await put(parts, f"m{i}".encode())
+    name = parts.config.broker_name
+    orderly = spec(broker_name=name, order=True, max_nums=1, queue_id=0)
+    _, result = await pop(parts, orderly)
+    assert bodies(result) == [b"m0"]
+    _, result = await pop(parts, orderly)
+    assert result is not None and result.messages == [], "one batch in flight per queue"
+    clock.advance(INVISIBLE_MS + 1)
+    await parts.services.pop.revive_once()
+    _, result = await pop(parts, orderly)
+    assert bodies(result) == [b"m0"], "an orderly message comes back in its own queue, first"
+    assert result is not None
+    handle = receipt_handle(result.messages[0])
+    assert handle.is_order
+    await call(processors(parts)[1], ack_request(handle, group=GROUP, topic=TOPIC))
+    _, result = await pop(parts, orderly)
+    assert bodies(result) == [b"m1"]
