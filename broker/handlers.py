@@ -50,7 +50,12 @@ from broker.processors.offset_export import (
     GetAllDelayOffsetProcessor,
     GetAllSubscriptionGroupProcessor,
 )
-from broker.processors.pop import AckMessageProcessor, ChangeInvisibleTimeProcessor, PopMessageProcessor
+from broker.processors.pop import (
+    AckMessageProcessor,
+    ChangeInvisibleTimeProcessor,
+    NotificationProcessor,
+    PopMessageProcessor,
+)
 from broker.processors.pop_assignment import (
     GetAllMessageRequestModeProcessor,
     QueryAssignmentProcessor,
@@ -133,6 +138,9 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         ),
         RequestCode.POP_MESSAGE: PopMessageProcessor(
             config=config, clock=parts.clock, topics=topics, groups=groups, pop=services.pop
+        ),
+        RequestCode.NOTIFICATION: NotificationProcessor(
+            config=config, topics=topics, groups=groups, pop=services.pop
         ),
         RequestCode.SET_MESSAGE_REQUEST_MODE: SetMessageRequestModeProcessor(
             topics=topics, groups=groups, request_modes=services.request_modes

@@ -220,11 +220,21 @@ class PopService:
         self._commit(group, topic, queue_id, state)
         return True
 
-    def backlog(self, group: str, topic: str, queue_id: int) -> int:
-        """Messages of a queue the group has not been handed yet (for ``restNum``)."""
+    def backlog(self, group: str, topic: str, queue_id: int, *, order: bool = False) -> int:
+        """Messages of a queue the group has not been handed yet (``restNum``; NOTIFICATION's ``hasMsg``),
+        without starting the queue for the group; an orderly queue with a batch in flight has none."""
         state = self._table.queues.get((group, topic, queue_id))
-        start = state.next_offset if state is not None else self._offsets.query_offset(group, topic, queue_id)
-        return max(0, self._store.get_max_offset(topic, queue_id) - max(start, 0))
+        if state is not None:
+            if order and any(not ck.done for ck in state.checkpoints):
+                return 0
+            start = state.next_offset
+        else:
+            start = self._offsets.query_offset(group, topic, queue_id)
+            if start < 0:  # never popped: Apache's notification starts a new group at the end (MAX)
+                retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+                get = self._store.get_min_offset if retry else self._store.get_max_offset
+                start = get(topic, queue_id)
+        return max(0, self._store.get_max_offset(topic, queue_id) - start)
 
     def in_flight(self, group: str, topic: str) -> int:
         """How many messages of ``topic`` the group holds unacknowledged (all queues)."""

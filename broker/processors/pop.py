@@ -30,6 +30,8 @@ from rocketmq_wire.headers.pop import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
+    NotificationRequestHeader,
+    NotificationResponseHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
@@ -444,3 +446,78 @@ class ChangeInvisibleTimeProcessor:
             invisible_time=invisible, pop_time=pop_time, revive_qid=handle.revive_qid
         )
         return request.make_response(ResponseCode.SUCCESS, None, answer)
+
+
+class NotificationProcessor:
+    """NOTIFICATION: whether the group has messages to pop (the topic, or its POP retry topic), held up to
+    ``pollTime`` while it has none; always SUCCESS once the checks pass, ``pollingFull`` when it could not
+    be held (Apache's ``NotificationProcessor``)."""
+
+    def __init__(
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        groups: SubscriptionGroupManager,
+        pop: PopService,
+    ) -> None:
+        self._config = config
+        self._topics = topics
+        self._groups = groups
+        self._pop = pop
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        config = self._config
+        header = read_header(request, NotificationRequestHeader)
+        assert header.topic is not None and header.consumer_group is not None
+        topic, group = header.topic, header.consumer_group
+        if not is_readable(config.broker_permission):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the broker[{config.broker_ip1}] peeking message is forbidden"
+            )
+        topic_config = self._topics.select(topic)
+        if topic_config is None:
+            return request.make_response(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please! {topics.suggest_todo()}",
+            )
+        if not is_readable(topic_config.perm):
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden"
+            )
+        queue_id = int(header.queue_id if header.queue_id is not None else -1)
+        if queue_id >= topic_config.read_queue_nums:
+            remark = _illegal_queue(topic, queue_id, topic_config.read_queue_nums, conn)
+            log.warning(remark)
+            return request.make_response(ResponseCode.INVALID_PARAMETER, remark)
+        group_config = self._groups.find(group)
+        if group_config is None:
+            return request.make_response(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                f"subscription group [{group}] does not exist, {topics.suggest_todo()}",
+            )
+        if not group_config.consume_enable:
+            return request.make_response(
+                ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
+            )
+        retry = pop_retry_topic(topic, group)
+        has_msg = self._has_message(group, topic, retry, queue_id, bool(header.order))
+        full = False
+        poll_time = int(header.poll_time or 0)
+        if not has_msg and poll_time > 0:
+            if await self._pop.wait_for((topic, retry), poll_time):
+                has_msg = self._has_message(group, topic, retry, queue_id, bool(header.order))
+            else:
+                full = True
+        answer = NotificationResponseHeader(has_msg=has_msg, polling_full=full)
+        return request.make_response(ResponseCode.SUCCESS, None, answer)
+
+    def _has_message(self, group: str, topic: str, retry: str, queue_id: int, order: bool) -> bool:
+        topic_config = self._topics.select(topic)
+        count = topic_config.read_queue_nums if topic_config is not None else 0
+        queues = range(count) if queue_id < 0 else [queue_id]
+        if any(self._pop.backlog(group, topic, q, order=order) > 0 for q in queues):
+            return True
+        retry_config = self._topics.select(retry)
+        retry_queues = range(retry_config.read_queue_nums) if retry_config is not None else range(0)
+        return any(self._pop.backlog(group, retry, q) > 0 for q in retry_queues)

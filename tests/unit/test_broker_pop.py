@@ -14,7 +14,12 @@ import pytest
 
 from broker.clock import ManualClock
 from broker.parts import BrokerParts
-from broker.processors.pop import AckMessageProcessor, ChangeInvisibleTimeProcessor, PopMessageProcessor
+from broker.processors.pop import (
+    AckMessageProcessor,
+    ChangeInvisibleTimeProcessor,
+    NotificationProcessor,
+    PopMessageProcessor,
+)
 from broker.testing import message_properties, open_parts
 from consumer.pop_requests import (
     PopResult,
@@ -28,11 +33,12 @@ from consumer.pop_requests import (
     pop_request,
     receipt_handle,
 )
-from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.topic_config import TopicConfig
+from rocketmq_wire.headers.pop import NotificationRequestHeader, NotificationResponseHeader
 from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.pop_extra import pop_retry_topic
-from tests.unit.broker_processor_helpers import call
+from tests.unit.broker_processor_helpers import call, wire_request
 
 TOPIC = "PopTopic"
 GROUP = "PopGroup"
@@ -266,3 +272,29 @@ async def test_an_orderly_pop_holds_a_queue_until_its_batch_is_done(parts: Broke
     await call(processors(parts)[1], ack_request(handle, group=GROUP, topic=TOPIC))
     _, result = await pop(parts, orderly)
     assert bodies(result) == [b"m1"]
+
+
+def notification(parts: BrokerParts, poll_time_ms: int) -> RemotingCommand:
+    header = NotificationRequestHeader(
+        consumer_group=GROUP, topic=TOPIC, queue_id=-1, poll_time=poll_time_ms, born_time=parts.clock.now_ms()
+    )
+    return wire_request(RequestCode.NOTIFICATION, header)
+
+
+async def test_a_notification_says_whether_there_is_something_to_pop(parts: BrokerParts) -> None:
+    notify = NotificationProcessor(
+        config=parts.config,
+        topics=parts.metadata.topics,
+        groups=parts.metadata.groups,
+        pop=parts.services.pop,
+    )
+    await pop(parts)  # the group starts popping, so later messages are its to pop
+    answer = await call(notify, notification(parts, 0))
+    assert answer.code == ResponseCode.SUCCESS
+    assert answer.read_header(NotificationResponseHeader).has_msg is False
+    waiting = asyncio.create_task(call(notify, notification(parts, 5_000)))
+    await asyncio.sleep(0.05)
+    assert not waiting.done()
+    await put(parts, b"news")
+    answer = await asyncio.wait_for(waiting, 2)
+    assert answer.read_header(NotificationResponseHeader).has_msg is True
