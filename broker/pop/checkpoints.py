@@ -84,6 +84,9 @@ class QueuePopState:
 
     next_offset: int
     checkpoints: list[Checkpoint] = dataclasses.field(default_factory=list)
+    #: Orderly pops: how many times each offset not yet consumed was handed out (Apache's
+    #: ``ConsumerOrderInfoManager`` counts, which become the messages' reconsume times).
+    deliveries: dict[int, int] = dataclasses.field(default_factory=dict)
 
     def find(self, start_offset: int, pop_time: int) -> Checkpoint | None:
         for ck in self.checkpoints:
@@ -122,6 +125,7 @@ class CheckpointTable:
                 self.queues[key] = QueuePopState(
                     next_offset=int(entry["nextOffset"]),
                     checkpoints=[Checkpoint.from_json(ck) for ck in entry["checkpoints"]],
+                    deliveries={int(o): int(n) for o, n in entry.get("deliveries", {}).items()},
                 )
         except (ValueError, KeyError, TypeError) as exc:
             raise ValueError(f"{self._path} does not read as a POP checkpoint table: {exc}") from exc
@@ -136,6 +140,7 @@ class CheckpointTable:
                 "queueId": queue_id,
                 "nextOffset": state.next_offset,
                 "checkpoints": [ck.to_json() for ck in state.checkpoints],
+                "deliveries": {str(o): n for o, n in state.deliveries.items()},
             }
             for (group, topic, queue_id), state in self.queues.items()
         ]

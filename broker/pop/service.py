@@ -58,6 +58,9 @@ class QueuePop:
     start_offset: int
     messages: list[bytes]
     offsets: list[int]
+    #: Orderly pops: (offset, earlier deliveries) of the offsets handed out before, and the least count.
+    order_counts: list[tuple[int, int]] = dataclasses.field(default_factory=list)
+    min_count: int = 0
 
 
 class PopService:
@@ -165,6 +168,12 @@ class PopService:
             )
             state.next_offset = result.next_begin_offset
             popped = QueuePop(topic, queue_id, offset, list(result.messages), list(result.queue_offsets))
+            if order:
+                earlier = [(o, state.deliveries.get(o, 0)) for o in popped.offsets]
+                popped.order_counts = [(o, n) for o, n in earlier if n > 0]
+                popped.min_count = min(n for _, n in earlier)
+                for o, n in earlier:
+                    state.deliveries[o] = n + 1
         elif result.status in _SKIPPED and result.next_begin_offset > offset:
             state.next_offset = result.next_begin_offset  # filtered out: nothing to hand out, move on
         self._commit(group, topic, queue_id, state)
@@ -172,7 +181,13 @@ class PopService:
 
     def _commit(self, group: str, topic: str, queue_id: int, state: QueuePopState) -> None:
         state.checkpoints = [ck for ck in state.checkpoints if not ck.done]
-        self._offsets.commit_offset(group, topic, queue_id, state.committable_offset())
+        committed = state.committable_offset()
+        if state.deliveries:
+            done = {ck_offset for ck_offset in state.deliveries if ck_offset < committed}
+            pending = {o for ck in state.checkpoints for o in ck.pending()}
+            for ck_offset in done - pending:
+                del state.deliveries[ck_offset]
+        self._offsets.commit_offset(group, topic, queue_id, committed)
 
     def save(self) -> None:
         """Make the table durable; ``OSError`` when it could not be written (then nothing may be
@@ -261,7 +276,8 @@ class PopService:
                         # An orderly queue is not revived elsewhere: its next pop starts again at the
                         # first message not acknowledged, so the order holds.
                         state.next_offset = min([*ck.pending(), state.next_offset])
-                        state.checkpoints.remove(ck)
+                        if ck in state.checkpoints:  # an ack may have closed it meanwhile
+                            state.checkpoints.remove(ck)
                         revived += 1
                         continue
                     for offset in ck.pending():
@@ -272,7 +288,8 @@ class PopService:
                             break
                 self._commit(group, topic, queue_id, state)
             if revived:
-                await asyncio.to_thread(self.save)
+                # In the loop's thread, as the processors save: one writer of the file at a time.
+                self.save()
         return revived
 
     async def _revive(self, group: str, topic: str, queue_id: int, offset: int, ck: Checkpoint) -> bool:

@@ -43,6 +43,7 @@ from rocketmq_wire.pop_extra import (
     ExtraInfo,
     build_offset_info,
     pop_retry_topic,
+    queue_offset_key,
     real_topic,
     retry_mark,
 )
@@ -255,7 +256,11 @@ class PopMessageProcessor:
             msg_offset_info=build_offset_info((p.topic, p.queue_id, p.offsets) for p in popped),
         )
         if order:
-            answer.order_count_info = build_offset_info((p.topic, p.queue_id, 0) for p in popped)
+            entries: list[tuple[str, int | str, int]] = []
+            for p in popped:
+                entries += [(p.topic, queue_offset_key(p.queue_id, o), n) for o, n in p.order_counts]
+                entries.append((p.topic, p.queue_id, p.min_count))
+            answer.order_count_info = build_offset_info(entries)
         return request.make_response(ResponseCode.SUCCESS, "FOUND", answer, body)
 
     def _shown(

@@ -266,7 +266,7 @@ async def test_an_orderly_pop_holds_a_queue_until_its_batch_is_done(parts: Broke
     await parts.services.pop.revive_once()
     _, result = await pop(parts, orderly)
     assert bodies(result) == [b"m0"], "an orderly message comes back in its own queue, first"
-    assert result is not None
+    assert result is not None and result.messages[0].reconsume_times == 1
     handle = receipt_handle(result.messages[0])
     assert handle.is_order
     await call(processors(parts)[1], ack_request(handle, group=GROUP, topic=TOPIC))
