@@ -84,6 +84,8 @@ class PopService:
         self._topics = topics
         self._store_host = store_host
         self._table = CheckpointTable(config_dir)
+        #: Something changed since the table was last written (an empty pop writes nothing).
+        self._dirty = False
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._waiting = 0
         #: Revived messages go through the same lock as pops, so a revive never races a pop's bookkeeping.
@@ -108,6 +110,7 @@ class PopService:
                     committed = self._store.get_max_offset(topic, queue_id)
                 self._offsets.commit_offset(group, topic, queue_id, committed)
             state = self._table.queues[key] = QueuePopState(next_offset=committed)
+            self._dirty = True
         return state
 
     def pop_queue(
@@ -155,6 +158,7 @@ class PopService:
                 message_filter=store_filter.message_filter,
             )
         rest = max(0, result.max_offset - result.next_begin_offset)
+        before = state.next_offset
         popped: QueuePop | None = None
         if result.messages:
             state.checkpoints.append(
@@ -176,10 +180,12 @@ class PopService:
                     state.deliveries[o] = n + 1
         elif result.status in _SKIPPED and result.next_begin_offset > offset:
             state.next_offset = result.next_begin_offset  # filtered out: nothing to hand out, move on
-        self._commit(group, topic, queue_id, state)
+        if popped is not None or state.next_offset != before:
+            self._commit(group, topic, queue_id, state)
         return popped, rest
 
     def _commit(self, group: str, topic: str, queue_id: int, state: QueuePopState) -> None:
+        self._dirty = True
         state.checkpoints = [ck for ck in state.checkpoints if not ck.done]
         committed = state.committable_offset()
         if state.deliveries:
@@ -191,8 +197,10 @@ class PopService:
 
     def save(self) -> None:
         """Make the table durable; ``OSError`` when it could not be written (then nothing may be
-        acknowledged to the client)."""
-        self._table.save()
+        acknowledged to the client); a failed write is tried again by the next call."""
+        if self._dirty:
+            self._table.save()
+            self._dirty = False
 
     # -- acks and changes ------------------------------------------------------------------------
 
@@ -269,6 +277,7 @@ class PopService:
         revived = 0
         async with self._revive_lock:
             for (group, topic, queue_id), state in list(self._table.queues.items()):
+                revived_before = revived
                 for ck in list(state.checkpoints):
                     if ck.visible_at > now:
                         continue
@@ -286,7 +295,8 @@ class PopService:
                             revived += 1
                         else:
                             break
-                self._commit(group, topic, queue_id, state)
+                if revived > revived_before:
+                    self._commit(group, topic, queue_id, state)
             if revived:
                 # In the loop's thread, as the processors save: one writer of the file at a time.
                 self.save()

@@ -14,6 +14,7 @@ import pytest
 
 from broker.clock import ManualClock
 from broker.parts import BrokerParts
+from broker.pop.checkpoints import CheckpointTable
 from broker.processors.pop import (
     AckMessageProcessor,
     ChangeInvisibleTimeProcessor,
@@ -298,3 +299,23 @@ async def test_a_notification_says_whether_there_is_something_to_pop(parts: Brok
     await put(parts, b"news")
     answer = await asyncio.wait_for(waiting, 2)
     assert answer.read_header(NotificationResponseHeader).has_msg is True
+
+
+async def test_nothing_is_acknowledged_that_was_not_written(
+    parts: BrokerParts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    await put(parts, b"kept")
+
+    def full_disk(self: CheckpointTable) -> None:
+        raise OSError(28, "No space left on device")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(CheckpointTable, "save", full_disk)
+        answer, _ = await pop(parts)
+        assert answer.code == ResponseCode.SYSTEM_ERROR and "not persisted" in (answer.remark or "")
+    clock = parts.clock
+    assert isinstance(clock, ManualClock)
+    clock.advance(INVISIBLE_MS + 1)
+    assert await parts.services.pop.revive_once() == 1, "the unanswered pop's message is not lost"
+    _, result = await pop(parts)
+    assert bodies(result) == [b"kept"]
