@@ -10,6 +10,7 @@ more: POLLING_TIMEOUT when still nothing, POLLING_FULL when too many pops alread
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import random
 
@@ -161,11 +162,18 @@ class PopMessageProcessor:
         if answer is not None or poll_time <= 0:
             return answer or self._not_found(request, header, now, ResponseCode.POLLING_TIMEOUT)
         retry = pop_retry_topic(topic, group)
-        if not await self._pop.wait_for((topic, retry), poll_time):
-            return self._not_found(request, header, now, ResponseCode.POLLING_FULL)
-        now = self._clock.now_ms()
-        answer = self._pop_all(request, header, queue_id, found_filter, now)
-        return answer or self._not_found(request, header, now, ResponseCode.POLLING_TIMEOUT)
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + poll_time / 1000
+        while (left_ms := int((deadline - loop.time()) * 1000)) > 0:
+            # Woken by any arrival on the topic or its retry topic; held again when the arrival was not
+            # the group's to pop (filtered out, or an orderly queue still busy).
+            if not await self._pop.wait_for((topic, retry), left_ms):
+                return self._not_found(request, header, now, ResponseCode.POLLING_FULL)
+            now = self._clock.now_ms()
+            answer = self._pop_all(request, header, queue_id, found_filter, now)
+            if answer is not None:
+                return answer
+        return self._not_found(request, header, self._clock.now_ms(), ResponseCode.POLLING_TIMEOUT)
 
     def _not_found(
         self, request: RemotingCommand, header: PopMessageRequestHeader, pop_time: int, code: int
