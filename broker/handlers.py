@@ -137,7 +137,12 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
             config=config, topics=topics, messages=storage.messages, timer=storage.timer
         ),
         RequestCode.POP_MESSAGE: PopMessageProcessor(
-            config=config, clock=parts.clock, topics=topics, groups=groups, pop=services.pop
+            config=config,
+            clock=parts.clock,
+            topics=topics,
+            groups=groups,
+            pop=services.pop,
+            filters=services.filters,
         ),
         RequestCode.NOTIFICATION: NotificationProcessor(
             config=config, topics=topics, groups=groups, pop=services.pop

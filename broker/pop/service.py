@@ -18,9 +18,9 @@ from collections.abc import Collection
 from pathlib import Path
 
 from broker.clock import Clock
+from broker.filtering import SubscriptionFilter
 from broker.message_service import MessageService, stored_properties
 from broker.pop.checkpoints import Checkpoint, CheckpointTable, QueuePopState
-from broker.pop.filter import StoreFilter
 from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
 from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire.errors import CodecError
@@ -121,7 +121,7 @@ class PopService:
         queue_id: int,
         init_mode: int,
         max_count: int,
-        store_filter: StoreFilter,
+        store_filter: SubscriptionFilter,
         pop_time: int,
         invisible_time: int,
         order: bool,
@@ -137,7 +137,7 @@ class PopService:
         if order and any(not ck.done for ck in state.checkpoints):
             return None, max(0, self._store.get_max_offset(topic, queue_id) - offset)
         result = self._store.get_messages(
-            topic, queue_id, offset, max_count, store_filter.codes, message_filter=store_filter.message_filter
+            topic, queue_id, offset, max_count, store_filter.codes, message_filter=store_filter.record_filter
         )
         if result.status in _BAD_OFFSET and result.next_begin_offset != offset:
             log.warning(
@@ -155,7 +155,7 @@ class PopService:
                 offset,
                 max_count,
                 store_filter.codes,
-                message_filter=store_filter.message_filter,
+                message_filter=store_filter.record_filter,
             )
         rest = max(0, result.max_offset - result.next_begin_offset)
         before = state.next_offset

@@ -16,9 +16,10 @@ import random
 
 from broker.clock import Clock
 from broker.config import BrokerConfig
-from broker.pop.filter import ACCEPT_ALL, StoreFilter, store_filter
+from broker.pop.filter import ACCEPT_ALL, SubscriptionFilter, store_filter
 from broker.pop.service import PopService, QueuePop
 from broker.processors.common import read_header
+from broker.sql92 import CompileError, ExpressionCompiler
 from broker.store import MessageStore
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
@@ -85,12 +86,14 @@ class PopMessageProcessor:
         topics: TopicConfigManager,
         groups: SubscriptionGroupManager,
         pop: PopService,
+        filters: ExpressionCompiler,
     ) -> None:
         self._config = config
         self._clock = clock
         self._topics = topics
         self._groups = groups
         self._pop = pop
+        self._filters = filters
         self._random = random.Random()
         self._ck_number = 0
 
@@ -116,6 +119,11 @@ class PopMessageProcessor:
             return request.make_response(
                 ResponseCode.INVALID_PARAMETER,
                 f"the broker[{broker_ip}] pop message's num is greater than 32",
+            )
+        if not config.timer_wheel_enable:
+            return request.make_response(
+                ResponseCode.SYSTEM_ERROR,
+                f"the broker[{broker_ip}] pop message is forbidden because timerWheelEnable is false",
             )
         topic_config = self._topics.select(topic)
         if topic_config is None:
@@ -152,12 +160,15 @@ class PopMessageProcessor:
                 return request.make_response(
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
                 )
-            chosen = store_filter(subscription)
-            if chosen is None:
+            try:
+                found_filter = store_filter(subscription, self._filters)
+            except CompileError as error:
+                log.warning(
+                    "group %s pops %s with an expression that does not compile: %s", group, topic, error
+                )
                 return request.make_response(
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
                 )
-            found_filter = chosen
         answer = self._pop_all(request, header, queue_id, found_filter, now)
         if answer is not None or poll_time <= 0:
             return answer or self._not_found(request, header, now, ResponseCode.POLLING_TIMEOUT)
@@ -193,7 +204,7 @@ class PopMessageProcessor:
         request: RemotingCommand,
         header: PopMessageRequestHeader,
         queue_id: int,
-        found_filter: StoreFilter,
+        found_filter: SubscriptionFilter,
         pop_time: int,
     ) -> RemotingCommand | None:
         """The answer with what every queue to read gave, or ``None`` when none gave anything."""
@@ -210,7 +221,7 @@ class PopMessageProcessor:
             self._ck_number += 1
         retry = pop_retry_topic(topic, group)
         need_retry = random_q < POP_FROM_RETRY_PROBABILITY
-        plan: list[tuple[str, list[int], StoreFilter]] = []
+        plan: list[tuple[str, list[int], SubscriptionFilter]] = []
         retry_config = self._topics.select(retry)
         retry_queues = list(range(retry_config.read_queue_nums)) if retry_config is not None else []
         if need_retry and not order:

@@ -74,7 +74,12 @@ def processors(
     topics, store = parts.metadata.topics, parts.storage.store
     return (
         PopMessageProcessor(
-            config=parts.config, clock=parts.clock, topics=topics, groups=parts.metadata.groups, pop=pop
+            config=parts.config,
+            clock=parts.clock,
+            topics=topics,
+            groups=parts.metadata.groups,
+            pop=pop,
+            filters=parts.services.filters,
         ),
         AckMessageProcessor(topics=topics, store=store, pop=pop),
         ChangeInvisibleTimeProcessor(clock=parts.clock, topics=topics, store=store, pop=pop),
@@ -319,3 +324,24 @@ async def test_nothing_is_acknowledged_that_was_not_written(
     assert await parts.services.pop.revive_once() == 1, "the unanswered pop's message is not lost"
     _, result = await pop(parts)
     assert bodies(result) == [b"kept"]
+
+
+async def test_a_sql92_pop_gets_only_what_its_expression_selects(parts: BrokerParts) -> None:
+    for i in range(4):
+        await put(parts, f"m{i}".encode(), tags="TagA" if i < 2 else "TagB")
+    name = parts.config.broker_name
+    _, result = await pop(parts, spec(broker_name=name, expression_type="SQL92", expression="TAGS = 'TagB'"))
+    assert bodies(result) == [b"m2", b"m3"]
+    answer, _ = await pop(parts, spec(broker_name=name, expression_type="SQL92", expression="a >"))
+    assert (answer.code, answer.remark) == (
+        ResponseCode.SUBSCRIPTION_PARSE_FAILED,
+        "parse the consumer's subscription failed",
+    )
+
+
+async def test_without_the_timer_wheel_a_pop_is_refused(tmp_path: Path) -> None:
+    async with open_parts(tmp_path / "store", timer_wheel_enable=False) as parts:
+        answer, _ = await pop(parts)
+        assert answer.code == ResponseCode.SYSTEM_ERROR
+        ip = parts.config.broker_ip1
+        assert answer.remark == f"the broker[{ip}] pop message is forbidden because timerWheelEnable is false"
