@@ -22,6 +22,7 @@ from broker.filtering import SubscriptionFilter
 from broker.message_service import MessageService, stored_properties
 from broker.pop.checkpoints import Checkpoint, CheckpointTable, QueuePopState
 from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
+from broker.store.message_store import total_physical_memory
 from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import const
@@ -103,15 +104,26 @@ class PopService:
         if state is None:
             committed = self._offsets.query_offset(group, topic, queue_id)
             if committed < 0:
-                # Apache's getInitOffset: MIN (0), or any retry topic, from the start; else from the end.
-                if init_mode == 0 or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-                    committed = self._store.get_min_offset(topic, queue_id)
-                else:
-                    committed = self._store.get_max_offset(topic, queue_id)
+                committed = self._init_offset(topic, queue_id, init_mode)
                 self._offsets.commit_offset(group, topic, queue_id, committed)
             state = self._table.queues[key] = QueuePopState(next_offset=committed)
             self._dirty = True
         return state
+
+    def _init_offset(self, topic: str, queue_id: int, init_mode: int) -> int:
+        """Where a group that never popped a queue starts (Apache's ``getInitOffset``): MIN (0), and any
+        retry topic, at the queue's first message. MAX at the first message too while the queue still
+        starts at 0 and that message is within the memory share (``initPopOffsetByCheckMsgInMem``, on by
+        default: a new topic's first messages are not skipped), else at the last message."""
+        store = self._store
+        if init_mode == 0 or topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            return store.get_min_offset(topic, queue_id)
+        if store.get_min_offset(topic, queue_id) <= 0:
+            first = store.get_commit_log_offset(topic, queue_id, 0)
+            limit = total_physical_memory() * store.config.access_message_in_memory_max_ratio // 100
+            if first is not None and store.max_physical_offset - first < limit:
+                return 0
+        return max(0, store.get_max_offset(topic, queue_id) - 1)
 
     def pop_queue(
         self,
@@ -253,10 +265,8 @@ class PopService:
             start = state.next_offset
         else:
             start = self._offsets.query_offset(group, topic, queue_id)
-            if start < 0:  # never popped: Apache's notification starts a new group at the end (MAX)
-                retry = topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
-                get = self._store.get_min_offset if retry else self._store.get_max_offset
-                start = get(topic, queue_id)
+            if start < 0:  # never popped: where a pop would start it (Apache's notification asks MAX)
+                start = self._init_offset(topic, queue_id, 1)
         return max(0, self._store.get_max_offset(topic, queue_id) - start)
 
     def in_flight(self, group: str, topic: str) -> int:

@@ -151,13 +151,24 @@ async def test_bad_pops_are_refused_as_apache_refuses_them(parts: BrokerParts) -
     assert answer.code == ResponseCode.INVALID_PARAMETER and "queueId[2] is illegal" in (answer.remark or "")
 
 
-async def test_init_mode_max_skips_what_was_stored_before(parts: BrokerParts) -> None:
+async def test_init_mode_max_starts_a_new_queue_at_its_first_message_while_it_is_in_memory(
+    parts: BrokerParts,
+) -> None:
     await put(parts, b"old")
     _, result = await pop(parts, spec(broker_name=parts.config.broker_name, init_mode=1))
-    assert result is not None and result.messages == []
-    await put(parts, b"new")
-    _, result = await pop(parts, spec(broker_name=parts.config.broker_name, init_mode=1))
-    assert bodies(result) == [b"new"]
+    assert bodies(result) == [b"old"]
+
+
+async def test_init_mode_max_otherwise_starts_at_the_last_message(tmp_path: Path) -> None:
+    async with open_parts(tmp_path / "store", access_message_in_memory_max_ratio=0) as parts:
+        parts.metadata.topics.update(TopicConfig(topic_name=TOPIC, read_queue_nums=1, write_queue_nums=1))
+        for body in (b"old", b"last"):
+            await put(parts, body)
+        _, result = await pop(parts, spec(broker_name=parts.config.broker_name, init_mode=1))
+        assert bodies(result) == [b"last"]
+        await put(parts, b"new")
+        _, result = await pop(parts, spec(broker_name=parts.config.broker_name, init_mode=1))
+        assert bodies(result) == [b"new"]
 
 
 async def test_unacked_messages_come_back_from_the_retry_topic_one_delivery_later(parts: BrokerParts) -> None:
