@@ -32,6 +32,8 @@ from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
 from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
 from broker.periodic import PeriodicTask
+from broker.pop.request_modes import MessageRequestModeManager
+from broker.pop.service import PopService
 from broker.processors.common import AnswersInline, guarded, guarded_inline
 from broker.processors.pull import PullMessageProcessor
 from broker.registration import ChangeAnnouncer, NameServerRegistration, RegistrationResult
@@ -52,6 +54,9 @@ from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.transport import Connection, Handler, RemotingClient, RemotingError, RemotingServer
 from rocketmq_wire.transport.dispatch import RequestGate
 from rocketmq_wire.transport.tls import TlsConfig, TlsMode
+
+#: How often checkpoints whose invisible time ran out are revived (Apache scans its revive queues as often).
+POP_REVIVE_PERIOD_MS = 1000
 
 log = logging.getLogger("broker")
 
@@ -106,6 +111,8 @@ class Broker:
         self._timer: TimerMessageService | None = None
         self._transactions: TransactionalMessageService | None = None
         self._pull_holder: PullRequestHoldService | None = None
+        self._pop: PopService | None = None
+        self._request_modes = MessageRequestModeManager(config.config_dir)
         self._pull: PullMessageProcessor | None = None
         self._send_flow_control: SendFlowControl | None = None
         self._ha: HighAvailability | None = None
@@ -157,6 +164,12 @@ class Broker:
         if self._pull_holder is None:
             raise BrokerNotStartedError("the broker is not started")
         return self._pull_holder
+
+    @property
+    def pop(self) -> PopService:
+        if self._pop is None:
+            raise RuntimeError("the broker is not started")
+        return self._pop
 
     @property
     def send_flow_control(self) -> SendFlowControl:
@@ -304,6 +317,18 @@ class Broker:
         self._transactions = TransactionalMessageService(
             messages, self.consumer_offsets, config, self.clock, self._send_check
         )
+        self._pop = PopService(
+            config_dir=config.config_dir,
+            clock=self.clock,
+            store=store,
+            messages=messages,
+            offsets=self.consumer_offsets,
+            topics=self.topic_config_manager,
+            store_host=config.store_host,
+        )
+        self._pop.load()
+        self._request_modes = MessageRequestModeManager(config.config_dir)
+        self._request_modes.load()
 
     def _serve_held_pull(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         """A held pull is due (messages arrived or its time is up): answer it now, holding it no longer."""
@@ -361,6 +386,8 @@ class Broker:
                 ha=self.ha,
                 acl=self.acl,
                 filters=self.filters,
+                pop=self.pop,
+                request_modes=self._request_modes,
             ),
         )
 
@@ -429,6 +456,10 @@ class Broker:
                     lambda: config.transaction_check_interval,
                     self.transactions.check_once,
                 )
+            )
+        if not config.is_slave:  # revived messages are written: a master's work
+            chores.append(
+                PeriodicTask("pop-revive", self.clock, lambda: POP_REVIVE_PERIOD_MS, self.pop.revive_once)
             )
         if self.acl is not None:
             acl = self.acl

@@ -48,8 +48,18 @@ from broker.processors.ha_status import GetBrokerHaStatusProcessor
 from broker.processors.offset_export import (
     GetAllConsumerOffsetProcessor,
     GetAllDelayOffsetProcessor,
-    GetAllMessageRequestModeProcessor,
     GetAllSubscriptionGroupProcessor,
+)
+from broker.processors.pop import (
+    AckMessageProcessor,
+    ChangeInvisibleTimeProcessor,
+    NotificationProcessor,
+    PopMessageProcessor,
+)
+from broker.processors.pop_assignment import (
+    GetAllMessageRequestModeProcessor,
+    QueryAssignmentProcessor,
+    SetMessageRequestModeProcessor,
 )
 from broker.processors.producer_admin import GetAllProducerInfoProcessor, GetProducerConnectionListProcessor
 from broker.processors.pull import PullMessageProcessor
@@ -105,6 +115,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         announcer=announcer,
         timer=storage.timer,
     )
+    ack = AckMessageProcessor(topics=topics, store=store, pop=services.pop)
     relay = ConsumerRelayProcessor(config=config, consumers=consumers, store=store, channel=clients.channel)
     return {
         # producing and consuming
@@ -124,6 +135,28 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.LITE_PULL_MESSAGE: pull,
         RequestCode.RECALL_MESSAGE: RecallMessageProcessor(
             config=config, topics=topics, messages=storage.messages, timer=storage.timer
+        ),
+        RequestCode.POP_MESSAGE: PopMessageProcessor(
+            config=config,
+            clock=parts.clock,
+            topics=topics,
+            groups=groups,
+            pop=services.pop,
+            filters=services.filters,
+        ),
+        RequestCode.NOTIFICATION: NotificationProcessor(
+            config=config, topics=topics, groups=groups, pop=services.pop
+        ),
+        RequestCode.SET_MESSAGE_REQUEST_MODE: SetMessageRequestModeProcessor(
+            topics=topics, groups=groups, request_modes=services.request_modes
+        ),
+        RequestCode.QUERY_ASSIGNMENT: QueryAssignmentProcessor(
+            config=config, topics=topics, consumers=consumers, request_modes=services.request_modes
+        ),
+        RequestCode.ACK_MESSAGE: ack,
+        RequestCode.BATCH_ACK_MESSAGE: ack,
+        RequestCode.CHANGE_MESSAGE_INVISIBLETIME: ChangeInvisibleTimeProcessor(
+            clock=parts.clock, topics=topics, store=store, pop=services.pop
         ),
         RequestCode.END_TRANSACTION: EndTransactionProcessor(
             config=config, transactions=storage.transactions, timer=storage.timer
@@ -223,7 +256,9 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.GET_TIMER_CHECK_POINT: GetTimerCheckPointProcessor(timer=storage.timer),
         RequestCode.GET_TIMER_METRICS: GetTimerMetricsProcessor(timer=storage.timer),
         RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: GetAllSubscriptionGroupProcessor(groups=groups),
-        RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(),
+        RequestCode.GET_ALL_MESSAGE_REQUEST_MODE: GetAllMessageRequestModeProcessor(
+            request_modes=services.request_modes
+        ),
         # ACL administration
         RequestCode.UPDATE_AND_CREATE_ACL_CONFIG: UpdateAccessConfigProcessor(acl=services.acl),
         RequestCode.DELETE_ACL_CONFIG: DeleteAccessConfigProcessor(acl=services.acl),

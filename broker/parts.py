@@ -25,6 +25,8 @@ from broker.ha.service import HighAvailability
 from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
+from broker.pop.request_modes import MessageRequestModeManager
+from broker.pop.service import PopService
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
 from broker.sql92 import ExpressionCompiler
@@ -94,6 +96,10 @@ class Services:
     acl: PlainAclManager | None
     #: SQL92 expressions compiled once each (pulls, pops and CHECK_CLIENT_CONFIG share them).
     filters: ExpressionCompiler
+    #: POP consumption: checkpoints of popped messages, acks, revive and pops waiting for messages.
+    pop: PopService
+    #: Which groups consume which topics by POP (SET_MESSAGE_REQUEST_MODE).
+    request_modes: MessageRequestModeManager
 
 
 @dataclass(frozen=True, kw_only=True, slots=True)

@@ -26,6 +26,8 @@ from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
 from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
+from broker.pop.request_modes import MessageRequestModeManager
+from broker.pop.service import PopService
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
 from broker.sql92 import ExpressionCompiler
@@ -135,6 +137,18 @@ async def open_parts(
     timer = build_timer(messages, clock, config, topics.__contains__)
     timer.load()
     holder = PullRequestHoldService(clock, lambda request, conn: None)
+    pop = PopService(
+        config_dir=config.config_dir,
+        clock=clock,
+        store=message_store,
+        messages=messages,
+        offsets=offsets,
+        topics=topics,
+        store_host=config.store_host,
+    )
+    pop.load()
+    request_modes = MessageRequestModeManager(config.config_dir)
+    request_modes.load()
     announcer = ChangeAnnouncer(_nothing_to_register)
     namesrv_client = RemotingClient()
     synchronizer = SlaveSynchronizer(
@@ -177,6 +191,8 @@ async def open_parts(
                 ),
                 acl=None,
                 filters=ExpressionCompiler(),
+                pop=pop,
+                request_modes=request_modes,
             ),
         )
     finally:

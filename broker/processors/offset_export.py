@@ -50,12 +50,3 @@ class GetAllSubscriptionGroupProcessor:
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         body = self._groups.to_json()
         return request.make_response(ResponseCode.SUCCESS, body=body)
-
-
-class GetAllMessageRequestModeProcessor:
-    """GET_ALL_MESSAGE_REQUEST_MODE (5.x): which groups consume by POP. None here; a 5.x slave asks its
-    master every sync round and logs an error for a master that does not answer."""
-
-    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        body = fastjson.dump_bytes(fastjson.Bean({"messageRequestModeMap": {}}))
-        return request.make_response(ResponseCode.SUCCESS, body=body)

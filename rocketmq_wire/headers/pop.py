@@ -149,3 +149,37 @@ class ChangeInvisibleTimeResponseHeader(CommandHeader):
     invisible_time: int | None = jlong("invisibleTime", required=True)
     pop_time: int | None = jlong("popTime", required=True)
     revive_qid: int | None = jint("reviveQid", required=True)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class NotificationRequestHeader(CommandHeader):
+    """NOTIFICATION: does the group have anything to pop from ``topic`` (queue -1: any queue)?
+
+    The broker holds the request up to ``pollTime`` ms when nothing is there; ``bornTime`` as for a pop.
+    ``expType``/``exp`` are 5.5's (the answer then counts only what the filter accepts).
+    """
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.NOTIFICATION,)
+
+    consumer_group: str | None = jstr("consumerGroup", required=True)
+    topic: str | None = jstr("topic", required=True)
+    queue_id: int | None = jint("queueId", required=True)
+    poll_time: int | None = jlong("pollTime", required=True)
+    born_time: int | None = jlong("bornTime", required=True)
+    order: bool | None = jbool("order")
+    attempt_id: str | None = jstr("attemptId")
+    exp_type: str | None = jstr("expType")
+    exp: str | None = jstr("exp")
+    namespace: str | None = jstr("ns")
+    namespaced: bool | None = jbool("nsd")
+    bname: str | None = jstr("bname")
+    oneway: bool | None = jbool("oway")
+    logical: bool | None = jbool("lo")
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
+class NotificationResponseHeader(CommandHeader):
+    """Answer to NOTIFICATION: ``hasMsg``, and ``pollingFull`` when the broker could not hold the request."""
+
+    has_msg: bool | None = jbool("hasMsg", required=True)
+    polling_full: bool | None = jbool("pollingFull")
