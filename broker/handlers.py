@@ -42,6 +42,7 @@ from broker.processors.group_admin import (
     CloneGroupOffsetProcessor,
     DeleteSubscriptionGroupProcessor,
     GetBrokerConsumeStatsProcessor,
+    GetSubscriptionGroupConfigProcessor,
     UpdateAndCreateSubscriptionGroupProcessor,
 )
 from broker.processors.ha_status import GetBrokerHaStatusProcessor
@@ -241,6 +242,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: UpdateAndCreateSubscriptionGroupProcessor(
             config=config, groups=groups
         ),
+        RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigProcessor(groups=groups),
         RequestCode.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupProcessor(
             config=config, groups=groups, offsets=offsets
         ),

@@ -90,7 +90,9 @@ class ExtraInfo:
     """One popped message's receipt handle (Java's ``ExtraInfoUtil`` fields, by name).
 
     ``queue_offset`` is ``None`` in the seven-field form (what a client writes before it appends the
-    message's offset).
+    message's offset). Apache's Proxy appends a ninth field, the message's commit-log offset (its gRPC
+    receipt handle is this string, and it is what the proxy sends back to ack): kept in
+    ``commit_log_offset``. Java reads these fields by position and ignores any beyond them; so does this.
     """
 
     ck_queue_offset: int
@@ -101,6 +103,7 @@ class ExtraInfo:
     broker_name: str
     queue_id: int
     queue_offset: int | None = None
+    commit_log_offset: int | None = None
 
     def __str__(self) -> str:
         return self.text()
@@ -118,6 +121,8 @@ class ExtraInfo:
         ]
         if self.queue_offset is not None:
             fields.append(self.queue_offset)
+            if self.commit_log_offset is not None:
+                fields.append(self.commit_log_offset)
         return SEPARATOR.join(str(f) for f in fields)
 
     @classmethod
@@ -125,8 +130,8 @@ class ExtraInfo:
         """Read an extra info; a wrong field count or a number Java cannot parse raises
         :class:`CodecError`."""
         parts = _java_split(text, SEPARATOR)
-        if len(parts) not in (7, 8):
-            raise CodecError(f"extra info {text[:80]!r}: {len(parts)} fields, not 7 or 8")
+        if len(parts) < 7:
+            raise CodecError(f"extra info {text[:80]!r}: {len(parts)} fields, fewer than 7")
         if parts[4] not in (NORMAL_TOPIC, RETRY_TOPIC, RETRY_TOPIC_V2):
             raise CodecError(f"extra info {text[:80]!r}: retry mark {parts[4]!r} is not 0, 1 or 2")
         return cls(
@@ -137,7 +142,10 @@ class ExtraInfo:
             retry=parts[4],
             broker_name=parts[5],
             queue_id=parse_java_int(parts[6], "extraInfo.queueId", 32),
-            queue_offset=parse_java_int(parts[7], "extraInfo.queueOffset") if len(parts) == 8 else None,
+            queue_offset=parse_java_int(parts[7], "extraInfo.queueOffset") if len(parts) > 7 else None,
+            commit_log_offset=(
+                parse_java_int(parts[8], "extraInfo.commitLogOffset") if len(parts) > 8 else None
+            ),
         )
 
     @property

@@ -19,7 +19,7 @@ from broker.store import ConsumerOffsetStore, MessageStore
 from broker.subscription_groups import SubscriptionGroupConfig as BrokerGroupConfig
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
-from rocketmq_wire import RemotingCommand, ResponseCode
+from rocketmq_wire import RemotingCommand, ResponseCode, fastjson
 from rocketmq_wire.bodies import ConsumeStats, ConsumeStatsList, MessageQueue
 from rocketmq_wire.bodies import SubscriptionGroupConfig as GroupConfigBody
 from rocketmq_wire.errors import CodecError
@@ -27,6 +27,7 @@ from rocketmq_wire.headers.admin import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     GetConsumeStatsInBrokerHeader,
+    GetSubscriptionGroupConfigRequestHeader,
 )
 from rocketmq_wire.transport import Connection
 
@@ -64,6 +65,23 @@ class UpdateAndCreateSubscriptionGroupProcessor:
             self._groups.put(_broker_config(body))
             log.info("subscription group %s created or updated by %s", body.group_name, conn.remote_address)
         return request.make_response(ResponseCode.SUCCESS)
+
+
+class GetSubscriptionGroupConfigProcessor:
+    """GET_SUBSCRIPTIONGROUP_CONFIG: one group's settings. The group is created when unknown and
+    ``autoCreateSubscriptionGroup`` is on, as Apache's lookup does; Apache's Proxy asks it before serving a
+    consumer of the group (without an answer it holds no settings for the client and refuses its receives)."""
+
+    def __init__(self, *, groups: SubscriptionGroupManager) -> None:
+        self._groups = groups
+
+    async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
+        header = read_header(request, GetSubscriptionGroupConfigRequestHeader)
+        config = self._groups.find(header.group or "")
+        if config is None:
+            log.warning("no subscription group %s here, asked by %s", header.group, conn.remote_address)
+            return request.make_response(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, "No group in this broker")
+        return request.make_response(ResponseCode.SUCCESS, body=fastjson.dump_bytes(config.to_bean()))
 
 
 class DeleteSubscriptionGroupProcessor:

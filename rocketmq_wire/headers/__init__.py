@@ -23,6 +23,7 @@ from rocketmq_wire.headers.admin import (
     GetAllProducerInfoRequestHeader,
     GetBrokerConfigResponseHeader,
     GetConsumeStatsInBrokerHeader,
+    GetSubscriptionGroupConfigRequestHeader,
     ViewBrokerStatsDataRequestHeader,
 )
 from rocketmq_wire.headers.auth import (
@@ -187,6 +188,7 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     GetBrokerConfigResponseHeader,
     GetConsumeStatsInBrokerHeader,
     GetConsumeStatsRequestHeader,
+    GetSubscriptionGroupConfigRequestHeader,
     GetConsumerConnectionListRequestHeader,
     GetConsumerListByGroupRequestHeader,
     GetConsumerRunningInfoRequestHeader,
@@ -358,6 +360,7 @@ __all__ = [
     "GetParentTopicInfoRequestHeader",
     "GetProducerConnectionListRequestHeader",
     "GetRouteInfoRequestHeader",
+    "GetSubscriptionGroupConfigRequestHeader",
     "GetTopicConfigRequestHeader",
     "GetTopicStatsInfoRequestHeader",
     "GetTopicsByClusterRequestHeader",

@@ -24,6 +24,16 @@ class GetBrokerConfigResponseHeader(CommandHeader):
 
 
 @dataclasses.dataclass(slots=True, kw_only=True)
+class GetSubscriptionGroupConfigRequestHeader(RpcRequestHeader):
+    """GET_SUBSCRIPTIONGROUP_CONFIG (5.x): one group's settings, as JSON in the answer's body. Apache's Proxy
+    asks it for every consumer group it serves (its consumers' retry policy and FIFO flag come from it)."""
+
+    REQUEST_CODES: ClassVar[tuple[int, ...]] = (RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG,)
+
+    group: str | None = jstr("group", required=True)
+
+
+@dataclasses.dataclass(slots=True, kw_only=True)
 class DeleteSubscriptionGroupRequestHeader(RpcRequestHeader):
     """DELETE_SUBSCRIPTIONGROUP: forget a group's settings; ``removeOffset`` also drops its offsets.
 

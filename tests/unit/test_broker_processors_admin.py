@@ -17,6 +17,7 @@ from broker.processors.broker_admin import (
 from broker.processors.group_admin import (
     CloneGroupOffsetProcessor,
     DeleteSubscriptionGroupProcessor,
+    GetSubscriptionGroupConfigProcessor,
     UpdateAndCreateSubscriptionGroupProcessor,
 )
 from broker.processors.topic_admin import (
@@ -27,6 +28,7 @@ from broker.processors.topic_admin import (
     GetTopicStatsInfoProcessor,
     UpdateAndCreateTopicProcessor,
 )
+from broker.subscription_groups import SubscriptionGroupConfig as BrokerGroupConfig
 from broker.testing import open_parts
 from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -39,6 +41,7 @@ from rocketmq_wire.headers.admin import (
     CloneGroupOffsetRequestHeader,
     DeleteSubscriptionGroupRequestHeader,
     GetBrokerConfigResponseHeader,
+    GetSubscriptionGroupConfigRequestHeader,
 )
 from rocketmq_wire.headers.topic import (
     CreateTopicRequestHeader,
@@ -205,6 +208,30 @@ async def test_a_group_is_created_then_deleted_with_its_offsets(parts: BrokerPar
     assert answer.code == ResponseCode.SUCCESS
     assert "AdminGroup" not in groups.groups()
     assert offsets.query_offset("AdminGroup", TOPIC, 0) == -1
+
+
+async def test_one_groups_config_is_read_and_an_unknown_one_created_or_refused(parts: BrokerParts) -> None:
+    """GET_SUBSCRIPTIONGROUP_CONFIG, which Apache's Proxy asks for each consumer group it serves."""
+    groups = parts.metadata.groups
+    groups.put(BrokerGroupConfig(group_name="Known", retry_max_times=5, consume_broadcast_enable=False))
+    read = GetSubscriptionGroupConfigProcessor(groups=groups)
+
+    async def ask(group: str) -> RemotingCommand:
+        header = GetSubscriptionGroupConfigRequestHeader(group=group)
+        return await call(read, wire_request(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, header))
+
+    known = await ask("Known")
+    body = GroupConfigBody.from_json(known.body)
+    assert known.code == ResponseCode.SUCCESS
+    assert (body.group_name, body.retry_max_times, body.consume_broadcast_enable) == ("Known", 5, False)
+    created = await ask("Fresh")  # autoCreateSubscriptionGroup is on, as Apache's default
+    assert created.code == ResponseCode.SUCCESS and "Fresh" in groups.groups()
+    groups.auto_create = False
+    refused = await ask("Unknown")
+    assert (refused.code, refused.remark) == (
+        ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+        "No group in this broker",
+    )
 
 
 async def test_cloning_copies_a_groups_offsets_on_a_topic(parts: BrokerParts) -> None:

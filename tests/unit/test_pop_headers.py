@@ -210,11 +210,15 @@ def test_extra_info_parses_and_renders_back() -> None:
     assert not info.is_order
     seven = ExtraInfo.parse("5 1 2 999 1 b 3")
     assert (seven.queue_offset, seven.is_order, seven.text()) == (None, True, "5 1 2 999 1 b 3")
+    # Apache's Proxy appends the commit-log offset (its gRPC receipt handle); Java ignores any field after.
+    proxied = ExtraInfo.parse(_HANDLE + " 310")
+    assert (proxied.queue_offset, proxied.commit_log_offset, proxied.text()) == (0, 310, _HANDLE + " 310")
+    assert ExtraInfo.parse(_HANDLE + " 310 whatever") == proxied
 
 
 @pytest.mark.parametrize(
     "text",
-    ["", "1 2 3", "0 1 2 3 0 b 1 2 3", "x 1 2 3 0 b 1 2", "0 1 2 3 7 b 1 2", f"0 1 2 {2**31} 0 b 1 2"],
+    ["", "1 2 3", "0 1 2 3 0 b", "x 1 2 3 0 b 1 2", "0 1 2 3 0 b 1 2 x", "0 1 2 3 7 b 1 2", f"0 1 2 {2**31} 0 b 1 2"],
 )
 def test_malformed_extra_info_is_refused(text: str) -> None:
     with pytest.raises(CodecError):
