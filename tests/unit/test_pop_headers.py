@@ -218,7 +218,15 @@ def test_extra_info_parses_and_renders_back() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["", "1 2 3", "0 1 2 3 0 b", "x 1 2 3 0 b 1 2", "0 1 2 3 0 b 1 2 x", "0 1 2 3 7 b 1 2", f"0 1 2 {2**31} 0 b 1 2"],
+    [
+        "",
+        "1 2 3",
+        "0 1 2 3 0 b",
+        "x 1 2 3 0 b 1 2",
+        "0 1 2 3 0 b 1 2 x",
+        "0 1 2 3 7 b 1 2",
+        f"0 1 2 {2**31} 0 b 1 2",
+    ],
 )
 def test_malformed_extra_info_is_refused(text: str) -> None:
     with pytest.raises(CodecError):
