@@ -73,6 +73,11 @@ class BrokerConfig:
     register_name_server_period: int = _setting("registerNameServerPeriod", 30_000)
     register_broker_timeout_mills: int = _setting("registerBrokerTimeoutMills", 6000)
     broker_permission: int = _setting("brokerPermission", 6)
+    # metrics (Apache 5.x): DISABLE, OTLP_GRPC, PROM or LOG; this broker serves PROM (broker/metrics.py)
+    metrics_exporter_type: str = _setting("metricsExporterType", "DISABLE")
+    metrics_prom_exporter_port: int = _setting("metricsPromExporterPort", 5557)
+    #: Empty: every interface, as Apache's exporter binds.
+    metrics_prom_exporter_host: str = _setting("metricsPromExporterHost", "")
     # the remoting server (Apache's NettyServerConfig): a connection that neither reads nor writes for this
     # long is closed; 0 or less: never
     server_channel_max_idle_time_seconds: int = _setting("serverChannelMaxIdleTimeSeconds", 120)

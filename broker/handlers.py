@@ -97,6 +97,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         transactions=storage.transactions,
         unique_ids=services.unique_ids,
         announcer=announcer,
+        stats=parts.stats,
     )
     relay = ConsumerRelayProcessor(config=config, consumers=consumers, store=store, channel=clients.channel)
     return {

@@ -25,6 +25,7 @@ from broker.message_service import MessageService, stored_properties
 from broker.processors.common import BadRequest, read_header
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
+from broker.stats import BrokerStats, message_type
 from broker.store import PutMessageResult, PutMessageStatus
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager, describe
@@ -45,6 +46,7 @@ from rocketmq_wire.message.ids import UniqueIdGenerator
 from rocketmq_wire.message.properties import decode_properties
 from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.perm import PERM_READ, PERM_WRITE, is_writeable
+from rocketmq_wire.topics import is_dlq_topic, is_retry_topic
 from rocketmq_wire.transport import Connection, DeferredAnswer
 
 log = logging.getLogger("broker.processors.send")
@@ -108,6 +110,7 @@ class SendMessageProcessor:
         transactions: TransactionalMessageService,
         unique_ids: UniqueIdGenerator,
         announcer: ChangeAnnouncer,
+        stats: BrokerStats,
     ) -> None:
         self._config = config
         self._topics = topics
@@ -117,6 +120,7 @@ class SendMessageProcessor:
         self._transactions = transactions
         self._unique_ids = unique_ids
         self._announcer = announcer
+        self._stats = stats
         self._random = random.Random()
 
     # -- the answer's frame -----------------------------------------------------------------------------
@@ -371,6 +375,7 @@ class SendMessageProcessor:
 
         def stored(result: PutMessageResult) -> None:
             assert promise is not None  # the store never calls back before put_all_then has returned
+            self._count(messages, result)
             try:
                 answer = self._put_answer(request, result, queue_id, unique_id)
             except Exception as exc:
@@ -382,7 +387,15 @@ class SendMessageProcessor:
         if result is None:
             promise = DeferredAnswer()
             return promise
+        self._count(messages, result)
         return self._put_answer(request, result, queue_id, unique_id)
+
+    def _count(self, messages: list[MessageExt], result: PutMessageResult) -> None:
+        """Apache's per-topic send counters: stored sends only, retry and DLQ topics left out."""
+        if result.status.stored and result.message_count:
+            topic = messages[0].topic
+            if not (is_retry_topic(topic) or is_dlq_topic(topic)):
+                self._stats.sent(topic, message_type(messages[0]), result.message_count, result.wrote_bytes)
 
     def _put_answer(
         self, request: RemotingCommand, result: PutMessageResult, queue_id: int, unique_id: str | None

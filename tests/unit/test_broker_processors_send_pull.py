@@ -42,6 +42,7 @@ def send_processor(parts: BrokerParts) -> SendMessageProcessor:
         transactions=parts.storage.transactions,
         unique_ids=parts.services.unique_ids,
         announcer=parts.services.announcer,
+        stats=parts.stats,
     )
 
 
