@@ -18,6 +18,7 @@ from typing import Any
 
 from broker.store import BrokerRole as BrokerRole  # re-exported: callers name it broker.config.BrokerRole
 from broker.store import FlushDiskType, StoreConfig
+from nameserver.metrics_http import MetricsExporterType
 from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.transport.server import (
@@ -275,6 +276,7 @@ class BrokerConfig:
         FlushDiskType(self.flush_disk_type)
         BrokerRole(self.broker_role)
         parse_delay_levels(self.message_delay_level)
+        MetricsExporterType.parse(self.metrics_exporter_type)
         if not self.broker_name or not self.broker_cluster_name:
             raise ValueError("brokerName and brokerClusterName must not be empty")
         if not 0 <= self.listen_port <= 0xFFFF:

@@ -44,9 +44,11 @@ class MetricsExporterType(enum.Enum):
     def parse(cls, value: str | int) -> MetricsExporterType:
         """Apache takes the name or the ordinal; anything else is refused, as its enum lookup would be."""
         text = str(value).strip()
-        if text.isdigit():
-            return cls(int(text))
-        return cls[text.upper()]
+        try:
+            return cls(int(text)) if text.isdigit() else cls[text.upper()]
+        except (KeyError, ValueError):
+            names = ", ".join(kind.name for kind in cls)
+            raise ValueError(f"metricsExporterType {text!r} is not one of {names}") from None
 
 
 class LabelledFamilies:

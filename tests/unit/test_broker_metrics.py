@@ -6,6 +6,7 @@ import asyncio
 import urllib.request
 from pathlib import Path
 
+import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
 from broker.broker import Broker
@@ -106,3 +107,30 @@ async def test_two_brokers_in_one_process_export_their_own(tmp_path: Path) -> No
         assert value(a, "rocketmq_messages_in_total", topic=TOPIC, node_id="broker-a") == 1
         assert not [s for s in b["rocketmq_messages_in"][1] if s[1].get("topic") == TOPIC]
         assert value(b, "rocketmq_broker_permission", node_id="broker-b") == 6
+
+
+async def test_nameserver_exports_live_brokers(tmp_path: Path) -> None:
+    from nameserver import NameServer, NamesrvConfig
+
+    config = NamesrvConfig(metrics_exporter_type="PROM", metrics_prom_exporter_port=0)
+    async with NameServer("127.0.0.1", 0, config=config) as namesrv:
+        assert namesrv.metrics is not None
+        url = f"http://127.0.0.1:{namesrv.metrics.port}/metrics"
+        read = lambda: urllib.request.urlopen(url, timeout=5).read().decode()  # noqa: E731
+        before = await asyncio.to_thread(read)
+        assert "rocketmq_brokers{" not in before
+        async with running_broker(tmp_path / "store", namesrv_addr=namesrv.address, broker_cluster_name="C1"):
+            during = await asyncio.to_thread(read)
+        families = {f.name: f for f in text_string_to_metric_families(during)}
+        [sample] = families["rocketmq_brokers"].samples
+        assert sample.labels["cluster"] == "C1" and sample.labels["node_type"] == "namesrv"
+        assert sample.value == 1
+
+
+def test_unknown_exporter_type_is_refused(tmp_path: Path) -> None:
+    from broker.testing import config_for_tests
+
+    config = config_for_tests(tmp_path, metrics_exporter_type="GRAFANA")
+    with pytest.raises(ValueError, match="metricsExporterType"):
+        config.validate()
+    config_for_tests(tmp_path, metrics_exporter_type="2").validate()  # Apache also takes the ordinal
