@@ -32,6 +32,7 @@ from nameserver.metrics_http import (
     MetricsEndpoint,
     MetricsExporterType,
     target_info,
+    with_series,
 )
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.topics import is_retry_topic, is_system_resource, is_system_topic
@@ -96,11 +97,11 @@ class BrokerMetrics:
 
     def collect(self) -> Iterator[Metric]:
         families = self._families()
-        yield from self._broker(families)
-        yield from self._traffic(families)
-        yield from self._connections(families)
-        yield from self._consumer_lag(families)
-        yield from self._storage(families)
+        yield from with_series(self._broker(families))
+        yield from with_series(self._traffic(families))
+        yield from with_series(self._connections(families))
+        yield from with_series(self._consumer_lag(families))
+        yield from with_series(self._storage(families))
         yield target_info()
 
     def _broker(self, f: LabelledFamilies) -> Iterator[Metric]:

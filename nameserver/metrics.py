@@ -18,6 +18,7 @@ from nameserver.metrics_http import (
     MetricsEndpoint,
     MetricsExporterType,
     target_info,
+    with_series,
 )
 from nameserver.route_table import RouteInfoManager
 
@@ -38,6 +39,10 @@ class NamesrvMetrics:
         families = LabelledFamilies(
             {"node_id": self._node_id, "node_type": "namesrv", SCOPE_LABEL: NAMESRV_METER}
         )
+        yield from with_series(self._gauges(families))
+        yield target_info()
+
+    def _gauges(self, families: LabelledFamilies) -> Iterator[Metric]:
         routes = self._routes
         live: dict[str, int] = {name: 0 for name in routes.cluster_addr_table}
         for info in list(routes.broker_live_table):
@@ -49,7 +54,6 @@ class NamesrvMetrics:
             ["cluster"],
         )
         yield families.gauge("rocketmq_topic_number", _HELP, [({}, len(routes.topic_queue_table))], [])
-        yield target_info()
 
 
 def start_metrics(config: NamesrvConfig, routes: RouteInfoManager, node_id: str) -> MetricsEndpoint | None:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import enum
 import logging
 import threading
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from wsgiref.simple_server import WSGIServer
 
 from prometheus_client import CollectorRegistry, start_http_server
@@ -107,6 +107,12 @@ class LabelledFamilies:
                 buckets.append(("+Inf" if bound == float("inf") else repr(bound), running))
             family.add_metric(self._values(keys, labels), buckets, total)
         return family
+
+
+def with_series(families: Iterable[Metric]) -> Iterator[Metric]:
+    """The families that have a series: OpenTelemetry's exporter writes no HELP/TYPE for an empty one (no
+    producer connected: no ``rocketmq_producer_connections`` at all), so neither does this."""
+    return (family for family in families if family.samples)
 
 
 def target_info() -> GaugeMetricFamily:

@@ -32,6 +32,7 @@ GROUP = "metrics-names-group"
 #: Apache's families this broker does not export, each for a reason given in docs/observability.md.
 KNOWN_MISSING = {
     "rocketmq_rpc_latency_milliseconds",
+    "rocketmq_topic_create_execution_time_milliseconds",
     "rocketmq_pop_buffer_scan_time_consume_milliseconds",
     "rocketmq_pop_checkpoint_buffer_size",
     "rocketmq_pop_offset_buffer_size",
