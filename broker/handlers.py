@@ -113,6 +113,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
             messages=storage.messages,
             schedule=storage.schedule,
             announcer=announcer,
+            stats=parts.stats,
         ),
         RequestCode.PULL_MESSAGE: pull,
         RequestCode.LITE_PULL_MESSAGE: pull,

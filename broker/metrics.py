@@ -146,6 +146,11 @@ class BrokerMetrics:
         yield f.counter(
             "rocketmq_throughput_out_total", _COUNTER_HELP, [(lb, r[1]) for lb, r in outs], out_keys
         )
+        dead = [
+            ({"consumer_group": group, "is_system": _flag(_is_system(topic, group)), "topic": topic}, count)
+            for (group, topic), count in list(self._stats.dead_lettered.items())
+        ]
+        yield f.counter("rocketmq_send_to_dlq_messages_total", _COUNTER_HELP, dead, out_keys)
 
     def _connections(self, f: LabelledFamilies) -> Iterator[Metric]:
         producers: dict[tuple[str, str], int] = {}

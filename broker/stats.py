@@ -68,6 +68,8 @@ class BrokerStats:
         self.group_out: dict[tuple[str, str], list[int]] = {}
         #: Per (group, topic, queue): the offset the group's last pull ended at (Apache's pull offsets).
         self.pull_offsets: dict[tuple[str, str, int], int] = {}
+        #: Per (group, topic): messages sent to the group's dead-letter queue.
+        self.dead_lettered: dict[tuple[str, str], int] = {}
 
     def _roll(self) -> None:
         now = self._clock.now_ms()
@@ -121,6 +123,11 @@ class BrokerStats:
                 row = self.group_out[(group, topic)] = [0, 0]
             row[0] += messages
             row[1] += size
+
+    def to_dlq(self, group: str, topic: str) -> None:
+        """A message of ``topic`` went to ``group``'s dead-letter queue (counted when chosen, as Apache)."""
+        key = (group, topic)
+        self.dead_lettered[key] = self.dead_lettered.get(key, 0) + 1
 
     def put_failed(self) -> None:
         self.put_failed_times += 1

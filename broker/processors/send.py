@@ -302,6 +302,7 @@ class SendMessageProcessor:
         dlq = topics.dlq_topic(group)
         self._topics.create_if_absent(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
         properties.pop(const.DELAY, None)
+        self._stats.to_dlq(str(header.producer_group), str(header.topic))
         log.info(
             "message of group %s retried %d times: to the dead-letter queue %s", group, reconsume_times, dlq
         )

@@ -136,3 +136,21 @@ def test_unknown_exporter_type_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="metricsExporterType"):
         config.validate()
     config_for_tests(tmp_path, metrics_exporter_type="2").validate()  # Apache also takes the ordinal
+
+
+async def test_sends_past_the_retry_limit_count_as_sent_to_dlq(tmp_path: Path) -> None:
+    retry_topic = f"%RETRY%{GROUP}"
+    async with running_broker(tmp_path / "store", **METRICS) as broker:
+        async with BrokerClient(broker.address) as client:
+            await client.create_topic(retry_topic, queues=1)
+            for times in (0, 3, 3):
+                answer = await client.send(retry_topic, b"x", reconsume_times=times, max_reconsume_times=2)
+                assert answer.code == ResponseCode.SUCCESS
+        _, families = await scrape(broker)
+        dead = value(families, "rocketmq_send_to_dlq_messages_total", topic=retry_topic)
+        assert dead == 2
+        assert "test-producer" == next(
+            labels["consumer_group"]
+            for name, labels, _ in families["rocketmq_send_to_dlq_messages"][1]
+            if name == "rocketmq_send_to_dlq_messages_total"
+        )
