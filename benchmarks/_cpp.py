@@ -85,11 +85,13 @@ def namesrv_process() -> contextlib.AbstractAsyncContextManager[str]:
 
 
 def broker_process(
-    store: Path, flush: str = "ASYNC", namesrv: str | None = None
+    store: Path, flush: str = "ASYNC", namesrv: str | None = None, extra: Sequence[str] = ()
 ) -> contextlib.AbstractAsyncContextManager[str]:
+    """``extra``: more ``rmq broker`` options (e.g. ``--metrics-port``)."""
     command = ["broker", "--store", str(store), "--host", "127.0.0.1", "--port", "0", "--flush", flush]
     if namesrv is not None:
         command += ["--namesrv", namesrv]
+    command += extra
     return server_process([*command, "--log-level", "INFO"], _BROKER_UP)
 
 

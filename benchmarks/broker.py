@@ -26,10 +26,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import socket
 import statistics
 import sys
 import tempfile
 import time
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -50,13 +52,19 @@ QUEUES = 8
 
 
 @contextlib.asynccontextmanager
-async def broker_in_process(store: Path, flush: str, namesrv: str) -> AsyncIterator[str]:
+async def broker_in_process(
+    store: Path, flush: str, namesrv: str, metrics_port: int | None = None
+) -> AsyncIterator[str]:
+    metrics: dict[str, object] = {}
+    if metrics_port is not None:
+        metrics = {"metrics_exporter_type": "PROM", "metrics_prom_exporter_port": metrics_port}
     broker = Broker(
         config_for_tests(
             store,
             flush_disk_type=f"{flush}_FLUSH",
             mapped_file_size_commit_log=1 << 30,
             namesrv_addr=namesrv,
+            **metrics,
         )
     )
     await broker.start()
@@ -228,6 +236,40 @@ async def measure_clients(address: str, args: argparse.Namespace, namesrv: str |
         print(line, flush=True)
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+@contextlib.asynccontextmanager
+async def scraping(port: int | None) -> AsyncIterator[None]:
+    """Reads the broker's /metrics every second while the block runs (a busier scraper than Prometheus'
+    default 15 s), so the measurement includes what collection costs the broker."""
+    if port is None:
+        yield
+        return
+    url = f"http://127.0.0.1:{port}/metrics"
+    scrapes = 0
+
+    async def scrape_forever() -> None:
+        nonlocal scrapes
+        while True:
+            await asyncio.sleep(1.0)
+            await asyncio.to_thread(lambda: urllib.request.urlopen(url, timeout=10).read())
+            scrapes += 1
+
+    task = asyncio.get_running_loop().create_task(scrape_forever())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await task
+        print(f"metrics scraped {scrapes} times")
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="length of each measurement")
@@ -244,6 +286,11 @@ async def main() -> None:
     parser.add_argument("--address", help="measure the broker at host:port instead of starting one")
     parser.add_argument("--namesrv", help="with --address: the NameServer the C++ client asks for routes")
     parser.add_argument("--in-process", action="store_true", help="run the broker in this process and loop")
+    parser.add_argument(
+        "--metrics",
+        action="store_true",
+        help="start the broker with Prometheus metrics on (metricsExporterType=PROM), scraped every second",
+    )
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
     if args.address:
@@ -253,16 +300,18 @@ async def main() -> None:
     with tempfile.TemporaryDirectory(prefix="broker-bench-") as store:
         async with _cpp.namesrv_process() as namesrv:
             starter: contextlib.AbstractAsyncContextManager[str]
+            metrics_port = free_port() if args.metrics else None
             if args.in_process:
-                starter = broker_in_process(Path(store) / "store", args.flush, namesrv)
+                starter = broker_in_process(Path(store) / "store", args.flush, namesrv, metrics_port)
                 where = "in this process (client and broker share one event loop)"
             else:
-                starter = _cpp.broker_process(Path(store) / "store", args.flush, namesrv)
+                extra = ["--metrics-port", str(metrics_port)] if metrics_port is not None else []
+                starter = _cpp.broker_process(Path(store) / "store", args.flush, namesrv, extra)
                 where = "own process"
-            async with starter as address:
+            async with starter as address, scraping(metrics_port):
                 print(
                     f"project Broker, {args.flush}_FLUSH, {where}, at {address}, NameServer {namesrv}; "
-                    f"Python {sys.version.split()[0]}"
+                    f"metrics {'on' if metrics_port else 'off'}; Python {sys.version.split()[0]}"
                 )
                 await measure(address, args, namesrv)
 

@@ -30,6 +30,7 @@ from broker.handlers import build_handlers
 from broker.locks import RebalanceLockManager
 from broker.long_polling import PullRequestHoldService
 from broker.message_service import MessageService
+from broker.metrics import start_metrics
 from broker.parts import BrokerParts, Clients, Metadata, Services, Storage
 from broker.periodic import PeriodicTask
 from broker.pop.request_modes import MessageRequestModeManager
@@ -46,6 +47,7 @@ from broker.timer import TimerMessageService, build_timer
 from broker.topic_config_manager import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from broker.vip_channel import start_vip_server, vip_port
+from nameserver.metrics_http import MetricsEndpoint
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.headers.consumer import NotifyConsumerIdsChangedRequestHeader
@@ -118,6 +120,8 @@ class Broker:
         self._ha: HighAvailability | None = None
         self._parts: BrokerParts | None = None
         self._vip_server: RemotingServer | None = None
+        #: The Prometheus endpoint (broker/metrics.py), while running with metricsExporterType=PROM.
+        self.metrics: MetricsEndpoint | None = None
         #: The ACL rules in force, when ``aclEnable`` is true (read at start; a bad file stops the start).
         self.acl: PlainAclManager | None = PlainAclManager(config.acl_path) if config.acl_enable else None
         self._handlers: dict[int, tuple[Handler, RequestGate | None]] = {}
@@ -252,6 +256,11 @@ class Broker:
         self.topic_config_manager.on_change(self._topics_changed)
         self._start_chores()
         self._started = True
+        try:
+            self.metrics = start_metrics(self.parts)  # None unless metricsExporterType=PROM
+        except BaseException:
+            await self.close()
+            raise
         log.info(
             "broker %s (cluster %s, id %d) serving on %s, store %s, %s",
             config.broker_name,
@@ -479,6 +488,9 @@ class Broker:
             await self._namesrv_client.close()
             return
         self._started = False
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
         for chore in self._chores:
             await chore.stop()
         self._chores = []

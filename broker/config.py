@@ -18,6 +18,7 @@ from typing import Any
 
 from broker.store import BrokerRole as BrokerRole  # re-exported: callers name it broker.config.BrokerRole
 from broker.store import FlushDiskType, StoreConfig
+from nameserver.metrics_http import MetricsExporterType
 from rocketmq_wire.bodies.properties_text import PropertiesBody
 from rocketmq_wire.codes import MQVersion
 from rocketmq_wire.transport.server import (
@@ -73,6 +74,11 @@ class BrokerConfig:
     register_name_server_period: int = _setting("registerNameServerPeriod", 30_000)
     register_broker_timeout_mills: int = _setting("registerBrokerTimeoutMills", 6000)
     broker_permission: int = _setting("brokerPermission", 6)
+    # metrics (Apache 5.x): DISABLE, OTLP_GRPC, PROM or LOG; this broker serves PROM (broker/metrics.py)
+    metrics_exporter_type: str = _setting("metricsExporterType", "DISABLE")
+    metrics_prom_exporter_port: int = _setting("metricsPromExporterPort", 5557)
+    #: Empty: every interface, as Apache's exporter binds.
+    metrics_prom_exporter_host: str = _setting("metricsPromExporterHost", "")
     # the remoting server (Apache's NettyServerConfig): a connection that neither reads nor writes for this
     # long is closed; 0 or less: never
     server_channel_max_idle_time_seconds: int = _setting("serverChannelMaxIdleTimeSeconds", 120)
@@ -279,6 +285,7 @@ class BrokerConfig:
         FlushDiskType(self.flush_disk_type)
         BrokerRole(self.broker_role)
         parse_delay_levels(self.message_delay_level)
+        MetricsExporterType.parse(self.metrics_exporter_type)
         if not self.broker_name or not self.broker_cluster_name:
             raise ValueError("brokerName and brokerClusterName must not be empty")
         if not 0 <= self.listen_port <= 0xFFFF:

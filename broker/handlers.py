@@ -115,6 +115,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         unique_ids=services.unique_ids,
         announcer=announcer,
         timer=storage.timer,
+        stats=parts.stats,
     )
     ack = AckMessageProcessor(topics=topics, store=store, pop=services.pop)
     relay = ConsumerRelayProcessor(config=config, consumers=consumers, store=store, channel=clients.channel)
@@ -131,6 +132,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
             messages=storage.messages,
             schedule=storage.schedule,
             announcer=announcer,
+            stats=parts.stats,
         ),
         RequestCode.PULL_MESSAGE: pull,
         RequestCode.LITE_PULL_MESSAGE: pull,

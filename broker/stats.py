@@ -10,8 +10,33 @@ from __future__ import annotations
 import time
 
 from broker.clock import Clock
+from rocketmq_wire.message import const
+from rocketmq_wire.message.stored import MessageExt
 
 _DAY_MS = 86_400_000
+
+#: Apache's buckets for ``rocketmq_message_size``: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
+MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
+
+_DELAY_PROPERTIES = (
+    "__STARTDELIVERTIME",
+    const.DELAY,
+    const.TIMER_DELIVER_MS,
+    const.TIMER_DELAY_SEC,
+    const.TIMER_DELAY_MS,
+)
+
+
+def message_type(message: MessageExt) -> str:
+    """Apache's ``message_type`` label of a send, judged from its properties in Apache's order."""
+    properties = message.properties
+    if properties.get(const.TRAN_MSG) == "true":
+        return "transaction"
+    if const.SHARDING_KEY in properties:
+        return "fifo"
+    if any(name in properties for name in _DELAY_PROPERTIES):
+        return "delay"
+    return "normal"
 
 
 def _local_midnight_ms(now_ms: int) -> int:
@@ -36,6 +61,15 @@ class BrokerStats:
         self.get_today_morning = 0
         self.put_yesterday_morning = 0
         self.get_yesterday_morning = 0
+        #: Per (topic, message type): [messages, bytes, puts, then a count per MESSAGE_SIZE_BOUNDS bucket and
+        #: one past them], what the metrics exporter reads at scrape time (one dict lookup per send).
+        self.topic_in: dict[tuple[str, str], list[int]] = {}
+        #: Per (group, topic): [messages, bytes] handed to consumers.
+        self.group_out: dict[tuple[str, str], list[int]] = {}
+        #: Per (group, topic, queue): the offset the group's last pull ended at (Apache's pull offsets).
+        self.pull_offsets: dict[tuple[str, str, int], int] = {}
+        #: Per (group, topic): messages sent to the group's dead-letter queue.
+        self.dead_lettered: dict[tuple[str, str], int] = {}
 
     def _roll(self) -> None:
         now = self._clock.now_ms()
@@ -60,6 +94,40 @@ class BrokerStats:
         self.put_times_total += 1
         self.put_size_total += size
         self.put_messages_total += messages
+
+    def sent(self, topic: str, message_type: str, messages: int, size: int) -> None:
+        """A producer's send stored ``messages`` in ``size`` bytes (Apache counts each send's average size
+        once in its size histogram)."""
+        row = self.topic_in.get((topic, message_type))
+        if row is None:
+            row = self.topic_in[(topic, message_type)] = [0] * (4 + len(MESSAGE_SIZE_BOUNDS))
+        row[0] += messages
+        row[1] += size
+        row[2] += 1
+        average = size // messages if messages else 0
+        bucket = 0
+        for bound in MESSAGE_SIZE_BOUNDS:
+            if average <= bound:
+                break
+            bucket += 1
+        row[3 + bucket] += 1
+
+    def pulled(
+        self, group: str, topic: str, queue_id: int, next_offset: int, messages: int, size: int
+    ) -> None:
+        """A group's pull from a queue returned ``messages`` and goes on at ``next_offset``."""
+        self.pull_offsets[(group, topic, queue_id)] = next_offset
+        if messages:
+            row = self.group_out.get((group, topic))
+            if row is None:
+                row = self.group_out[(group, topic)] = [0, 0]
+            row[0] += messages
+            row[1] += size
+
+    def to_dlq(self, group: str, topic: str) -> None:
+        """A message of ``topic`` went to ``group``'s dead-letter queue (counted when chosen, as Apache)."""
+        key = (group, topic)
+        self.dead_lettered[key] = self.dead_lettered.get(key, 0) + 1
 
     def put_failed(self) -> None:
         self.put_failed_times += 1

@@ -123,6 +123,7 @@ def build_config(
     ha_port: int | None = None,
     ha_master: str | None = None,
     acl_file: Path | None = None,
+    metrics_port: int | None = None,
 ) -> BrokerConfig:
     """The broker's settings: Java's defaults, then the broker.conf file, then the options actually given."""
     from broker import BrokerConfig
@@ -167,6 +168,9 @@ def build_config(
     if acl_file is not None:  # --acl FILE: ACL on, with that file (aclEnable=true alone reads Apache's path)
         config.acl_enable = True
         config.acl_file = str(acl_file)
+    if metrics_port is not None:  # --metrics-port: Prometheus metrics on, on that port
+        config.metrics_exporter_type = "PROM"
+        config.metrics_prom_exporter_port = metrics_port
     return config
 
 
@@ -258,6 +262,12 @@ def broker(
         readable=True,
         help="Enforce Apache's plain ACL with this plain_acl.yml (aclEnable=true); re-read when it changes",
     ),
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        callback=params.port,
+        help="Serve Prometheus metrics on this port at /metrics (metricsExporterType=PROM) [default: off]",
+    ),
     tls_mode: TlsModeOption = None,
     tls_config: TlsConfigOption = None,
     log_level: str = typer.Option(
@@ -286,6 +296,7 @@ def broker(
         ha_port=ha_port,
         ha_master=ha_master,
         acl_file=acl_file,
+        metrics_port=metrics_port,
     )
     try:
         config.validate()

@@ -64,6 +64,12 @@ def namesrv(
         False, "--order-message-enable", help="Put ORDER_TOPIC_CONFIG entries into topic routes"
     ),
     tls_mode: TlsModeOption = None,
+    metrics_port: int | None = typer.Option(
+        None,
+        "--metrics-port",
+        callback=params.port,
+        help="Serve Prometheus metrics on this port at /metrics [default: off]",
+    ),
     tls_config: TlsConfigOption = None,
     log_level: str = typer.Option(
         "INFO", "--log-level", callback=params.log_level, help="DEBUG, INFO, WARNING or ERROR"
@@ -83,6 +89,9 @@ def namesrv(
         kv_config_path=None if kv_config is None else str(kv_config),
         order_message_enable=order_message_enable,
     )
+    if metrics_port is not None:
+        config.metrics_exporter_type = "PROM"
+        config.metrics_prom_exporter_port = metrics_port
     tls = server_tls({}, tls_mode, tls_config)
     try:
         server = NameServer(host, port, config=config, profile=profile, tls=tls)

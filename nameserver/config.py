@@ -54,6 +54,11 @@ class NamesrvConfig:
     enable_topic_list: bool = True
     #: 5.x: a full registration also removes the broker's topics it no longer lists.
     delete_topic_with_broker_registration: bool = False
+    #: Prometheus metrics (nameserver/metrics.py), under the broker's setting names: Apache 5.5's NameServer
+    #: exports none, so these are the project's. ``PROM`` serves ``/metrics``; ``DISABLE`` (default) not.
+    metrics_exporter_type: str = "DISABLE"
+    metrics_prom_exporter_port: int = 5557
+    metrics_prom_exporter_host: str = ""
     #: Apache's ``NettyServerConfig`` (part of a NameServer's configuration there too): a connection that
     #: neither reads nor writes for this long is closed; 0 or less: never.
     server_channel_max_idle_time_seconds: int = 120

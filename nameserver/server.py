@@ -16,6 +16,8 @@ from types import TracebackType
 
 from nameserver.config import NamesrvConfig
 from nameserver.kvconfig import KVConfigManager
+from nameserver.metrics import start_metrics
+from nameserver.metrics_http import MetricsEndpoint
 from nameserver.processor import NamesrvProcessor
 from nameserver.profile import DEFAULT_PROFILE, ApacheProfile
 from nameserver.route_table import RouteInfoManager
@@ -68,6 +70,8 @@ class NameServer:
             self.remoting.register_inline(code, self.processor.process)
         self.remoting.on_connection_closed(self._connection_closed)
         self._scanner: asyncio.Task[None] | None = None
+        #: ``/metrics`` while running with ``metricsExporterType=PROM`` (nameserver/metrics.py).
+        self.metrics: MetricsEndpoint | None = None
 
     async def __aenter__(self) -> NameServer:
         await self.start()
@@ -83,6 +87,11 @@ class NameServer:
         self.kv.load()
         port = await self.remoting.start()
         self._scanner = asyncio.get_running_loop().create_task(self._scan_periodically())
+        try:
+            self.metrics = start_metrics(self.config, self.routes, f"{self.remoting.host}:{port}")
+        except BaseException:
+            await self.close()
+            raise
         logger.info(
             "NameServer (behaving as Apache %s) listening on %s:%d",
             self.profile.name,
@@ -94,6 +103,9 @@ class NameServer:
     async def close(self) -> None:
         """Stop scanning and serving; idempotent."""
         scanner, self._scanner = self._scanner, None
+        if self.metrics is not None:
+            self.metrics.close()
+            self.metrics = None
         if scanner is not None:
             scanner.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -209,6 +209,9 @@ class PullMessageProcessor:
             message_filter=record_filter,
         )
         self._stats.got(result.message_count)
+        self._stats.pulled(
+            group, topic, queue_id, result.next_begin_offset, result.message_count, result.buffer_total_size
+        )
         # Where the consumer should pull next (Apache's suggestWhichBrokerId): the master, unless slave reads
         # are enabled -- then the group's brokerId, or whichBrokerWhenConsumeSlowly for a consumer so far
         # behind that its messages left memory. (Apache's slave also sets PULL_RETRY_IMMEDIATELY when slave

@@ -25,6 +25,7 @@ from broker.message_service import MessageService, stored_properties
 from broker.processors.common import BadRequest, read_header
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
+from broker.stats import BrokerStats, message_type
 from broker.store import PutMessageResult, PutMessageStatus
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.timer import TimerMessageService, TimerRefusal
@@ -47,6 +48,7 @@ from rocketmq_wire.message.properties import decode_properties
 from rocketmq_wire.message.recall import RecallHandle
 from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.perm import PERM_READ, PERM_WRITE, is_writeable
+from rocketmq_wire.topics import is_dlq_topic, is_retry_topic
 from rocketmq_wire.transport import Connection, DeferredAnswer
 
 log = logging.getLogger("broker.processors.send")
@@ -111,6 +113,7 @@ class SendMessageProcessor:
         unique_ids: UniqueIdGenerator,
         announcer: ChangeAnnouncer,
         timer: TimerMessageService,
+        stats: BrokerStats,
     ) -> None:
         self._timer = timer
         self._config = config
@@ -121,6 +124,7 @@ class SendMessageProcessor:
         self._transactions = transactions
         self._unique_ids = unique_ids
         self._announcer = announcer
+        self._stats = stats
         self._random = random.Random()
 
     # -- the answer's frame -----------------------------------------------------------------------------
@@ -321,6 +325,7 @@ class SendMessageProcessor:
         dlq = topics.dlq_topic(group)
         self._topics.create_if_absent(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
         properties.pop(const.DELAY, None)
+        self._stats.to_dlq(str(header.producer_group), str(header.topic))
         log.info(
             "message of group %s retried %d times: to the dead-letter queue %s", group, reconsume_times, dlq
         )
@@ -399,6 +404,7 @@ class SendMessageProcessor:
 
         def stored(result: PutMessageResult) -> None:
             assert promise is not None  # the store never calls back before put_all_then has returned
+            self._count(messages, result)
             try:
                 answer = self._put_answer(request, result, queue_id, unique_id, recall_handle)
             except Exception as exc:
@@ -410,7 +416,15 @@ class SendMessageProcessor:
         if result is None:
             promise = DeferredAnswer()
             return promise
+        self._count(messages, result)
         return self._put_answer(request, result, queue_id, unique_id, recall_handle)
+
+    def _count(self, messages: list[MessageExt], result: PutMessageResult) -> None:
+        """Apache's per-topic send counters: stored sends only, retry and DLQ topics left out."""
+        if result.status.stored and result.message_count:
+            topic = messages[0].topic
+            if not (is_retry_topic(topic) or is_dlq_topic(topic)):
+                self._stats.sent(topic, message_type(messages[0]), result.message_count, result.wrote_bytes)
 
     def _put_answer(
         self,

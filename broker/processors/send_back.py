@@ -18,6 +18,7 @@ from broker.processors.common import read_header
 from broker.processors.send import DLQ_NUMS_PER_GROUP, TOPIC_SYS_FLAG_UNIT_SUB
 from broker.registration import ChangeAnnouncer
 from broker.schedule import ScheduleMessageService
+from broker.stats import BrokerStats
 from broker.store import MessageStore, PutMessageStatus
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
@@ -50,6 +51,7 @@ class ConsumerSendMsgBackProcessor:
         messages: MessageService,
         schedule: ScheduleMessageService,
         announcer: ChangeAnnouncer,
+        stats: BrokerStats,
     ) -> None:
         self._config = config
         self._topics = topics
@@ -58,6 +60,7 @@ class ConsumerSendMsgBackProcessor:
         self._messages = messages
         self._schedule = schedule
         self._announcer = announcer
+        self._stats = stats
         self._random = random.Random()
 
     def _find(self, offset: int) -> MessageExt | None:
@@ -118,6 +121,7 @@ class ConsumerSendMsgBackProcessor:
             queue_id = self._random.randrange(DLQ_NUMS_PER_GROUP)
             self._topics.create_if_absent(new_topic, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
             properties.pop(const.DELAY, None)
+            self._stats.to_dlq(group, str(header.origin_topic or original.topic))
             log.info(
                 "message %s of group %s failed %d times: to the dead-letter queue %s",
                 original.msg_id,

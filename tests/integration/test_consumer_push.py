@@ -388,6 +388,7 @@ class SendBacks:
             messages=parts.storage.messages,
             schedule=parts.storage.schedule,
             announcer=parts.services.announcer,
+            stats=parts.stats,
         )
         self._count = 0
         self._changed = asyncio.Condition()

@@ -9,6 +9,9 @@ from __future__ import annotations
 from collections.abc import Awaitable
 from typing import Any
 
+from broker.parts import BrokerParts
+from broker.processors.pull import PullMessageProcessor
+from broker.processors.send import SendMessageProcessor
 from rocketmq_wire import RemotingCommand, ResponseCode
 from rocketmq_wire.headers.base import CommandHeader
 from rocketmq_wire.transport import DeferredAnswer
@@ -66,3 +69,37 @@ async def call(
     assert isinstance(answer, RemotingCommand), f"no answer: {answer!r}"
     assert answer.is_response and answer.opaque == request.opaque
     return RemotingCommand.decode(answer.encode())
+
+
+# -- the send and pull processors, built from a broker's parts as broker/handlers.py builds them ------------
+
+
+def send_processor(parts: BrokerParts) -> SendMessageProcessor:
+    """The send processor with every part it takes (one place for every test that sends through it)."""
+    return SendMessageProcessor(
+        config=parts.config,
+        topics=parts.metadata.topics,
+        groups=parts.metadata.groups,
+        messages=parts.storage.messages,
+        schedule=parts.storage.schedule,
+        transactions=parts.storage.transactions,
+        unique_ids=parts.services.unique_ids,
+        announcer=parts.services.announcer,
+        timer=parts.storage.timer,
+        stats=parts.stats,
+    )
+
+
+def pull_processor(parts: BrokerParts) -> PullMessageProcessor:
+    """The pull processor with every part it takes."""
+    return PullMessageProcessor(
+        config=parts.config,
+        topics=parts.metadata.topics,
+        groups=parts.metadata.groups,
+        offsets=parts.metadata.offsets,
+        consumers=parts.clients.consumers,
+        store=parts.storage.store,
+        stats=parts.stats,
+        pull_holder=parts.services.pull_holder,
+        filters=parts.services.filters,
+    )

@@ -9,8 +9,6 @@ from pathlib import Path
 import pytest
 
 from broker.parts import BrokerParts
-from broker.processors.pull import PullMessageProcessor
-from broker.processors.send import SendMessageProcessor
 from broker.testing import message_properties, open_parts
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.topic_config import TopicConfig
@@ -19,7 +17,13 @@ from rocketmq_wire.headers.send import SendMessageRequestHeaderV2, SendMessageRe
 from rocketmq_wire.message import const, decode_messages, sysflag
 from rocketmq_wire.message.batch import BatchEntry, encode_batch
 from rocketmq_wire.topics import dlq_topic, retry_topic
-from tests.unit.broker_processor_helpers import FakeConnection, call, wire_request
+from tests.unit.broker_processor_helpers import (
+    FakeConnection,
+    call,
+    pull_processor,
+    send_processor,
+    wire_request,
+)
 
 TOPIC = "PartsTopic"
 GROUP = "PartsGroup"
@@ -30,34 +34,6 @@ async def parts(tmp_path: Path) -> AsyncIterator[BrokerParts]:
     async with open_parts(tmp_path / "store") as opened:
         opened.metadata.topics.update(TopicConfig(topic_name=TOPIC, read_queue_nums=2, write_queue_nums=2))
         yield opened
-
-
-def send_processor(parts: BrokerParts) -> SendMessageProcessor:
-    return SendMessageProcessor(
-        config=parts.config,
-        topics=parts.metadata.topics,
-        groups=parts.metadata.groups,
-        messages=parts.storage.messages,
-        schedule=parts.storage.schedule,
-        transactions=parts.storage.transactions,
-        unique_ids=parts.services.unique_ids,
-        announcer=parts.services.announcer,
-        timer=parts.storage.timer,
-    )
-
-
-def pull_processor(parts: BrokerParts) -> PullMessageProcessor:
-    return PullMessageProcessor(
-        config=parts.config,
-        topics=parts.metadata.topics,
-        groups=parts.metadata.groups,
-        offsets=parts.metadata.offsets,
-        consumers=parts.clients.consumers,
-        store=parts.storage.store,
-        stats=parts.stats,
-        pull_holder=parts.services.pull_holder,
-        filters=parts.services.filters,
-    )
 
 
 def send_request(

@@ -21,8 +21,6 @@ from broker.filtering import ACCEPT_ALL, SubscriptionFilter, accepts, subscripti
 from broker.parts import BrokerParts
 from broker.processors.client_manage import CheckClientConfigProcessor, HeartbeatProcessor
 from broker.processors.common import BadRequest
-from broker.processors.pull import PullMessageProcessor
-from broker.processors.send import SendMessageProcessor
 from broker.sql92 import CompileError, EvaluationError, ExpressionCompiler, matches
 from broker.sql92.parser import parse
 from broker.testing import message_properties, open_parts
@@ -36,7 +34,13 @@ from rocketmq_wire.headers.pull import PullMessageRequestHeader
 from rocketmq_wire.headers.send import SendMessageRequestHeaderV2
 from rocketmq_wire.message import decode_messages, sysflag
 from tests.integration.test_sql92 import CASES, MESSAGES, _properties, _tag
-from tests.unit.broker_processor_helpers import FakeConnection, call, wire_request
+from tests.unit.broker_processor_helpers import (
+    FakeConnection,
+    call,
+    pull_processor,
+    send_processor,
+    wire_request,
+)
 
 APACHE = json.loads((Path(__file__).parent / "data" / "sql92_apache_5.5.0.json").read_text("utf-8"))
 TOPIC = "SqlTopic"
@@ -260,32 +264,8 @@ async def test_a_malformed_check_body_is_a_bad_request(parts: BrokerParts) -> No
 # -- PULL_MESSAGE --------------------------------------------------------------------------------------------
 
 
-def pull_processor(parts: BrokerParts) -> PullMessageProcessor:
-    return PullMessageProcessor(
-        config=parts.config,
-        topics=parts.metadata.topics,
-        groups=parts.metadata.groups,
-        offsets=parts.metadata.offsets,
-        consumers=parts.clients.consumers,
-        store=parts.storage.store,
-        stats=parts.stats,
-        pull_holder=parts.services.pull_holder,
-        filters=parts.services.filters,
-    )
-
-
 async def send_batch(parts: BrokerParts) -> list[dict[str, str]]:
-    send = SendMessageProcessor(
-        config=parts.config,
-        topics=parts.metadata.topics,
-        groups=parts.metadata.groups,
-        messages=parts.storage.messages,
-        schedule=parts.storage.schedule,
-        transactions=parts.storage.transactions,
-        timer=parts.storage.timer,
-        unique_ids=parts.services.unique_ids,
-        announcer=parts.services.announcer,
-    )
+    send = send_processor(parts)
     for i in range(MESSAGES):
         header = SendMessageRequestHeaderV2(
             producer_group="SqlProducer",

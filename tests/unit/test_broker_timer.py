@@ -11,7 +11,6 @@ import pytest
 from broker.clock import ManualClock
 from broker.parts import BrokerParts
 from broker.processors.recall import RecallMessageProcessor
-from broker.processors.send import SendMessageProcessor
 from broker.processors.timer_admin import GetTimerCheckPointProcessor, GetTimerMetricsProcessor
 from broker.store.timer_log import TimerLog
 from broker.testing import message_properties, open_parts
@@ -29,24 +28,10 @@ from rocketmq_wire.message import const, decode_messages
 from rocketmq_wire.message.recall import RecallHandle
 from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.topics import SCHEDULE_TOPIC
-from tests.unit.broker_processor_helpers import call, wire_request
+from tests.unit.broker_processor_helpers import call, send_processor, wire_request
 
 TOPIC = "TimerTopic"
 START_MS = 1_700_000_000_123  # not on a second: the floor shows
-
-
-def send_processor(parts: BrokerParts) -> SendMessageProcessor:
-    return SendMessageProcessor(
-        config=parts.config,
-        topics=parts.metadata.topics,
-        groups=parts.metadata.groups,
-        messages=parts.storage.messages,
-        schedule=parts.storage.schedule,
-        transactions=parts.storage.transactions,
-        unique_ids=parts.services.unique_ids,
-        announcer=parts.services.announcer,
-        timer=parts.storage.timer,
-    )
 
 
 def recall_processor(parts: BrokerParts) -> RecallMessageProcessor:
