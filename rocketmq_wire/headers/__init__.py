@@ -99,6 +99,8 @@ from rocketmq_wire.headers.pop import (
     AckMessageRequestHeader,
     ChangeInvisibleTimeRequestHeader,
     ChangeInvisibleTimeResponseHeader,
+    NotificationRequestHeader,
+    NotificationResponseHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
 )
@@ -150,6 +152,8 @@ ALL_HEADERS: tuple[type[CommandHeader], ...] = (
     ChangeInvisibleTimeResponseHeader,
     PopMessageRequestHeader,
     PopMessageResponseHeader,
+    NotificationRequestHeader,
+    NotificationResponseHeader,
     GetParentTopicInfoRequestHeader,
     GetLiteTopicInfoRequestHeader,
     GetLiteGroupInfoRequestHeader,
@@ -288,6 +292,7 @@ def _response_registry() -> Mapping[int, type[CommandHeader]]:
         ((RequestCode.GET_BROKER_CLUSTER_ACL_INFO,), GetBrokerAclConfigResponseHeader),
         ((RequestCode.POP_MESSAGE,), PopMessageResponseHeader),
         ((RequestCode.CHANGE_MESSAGE_INVISIBLETIME,), ChangeInvisibleTimeResponseHeader),
+        ((RequestCode.NOTIFICATION,), NotificationResponseHeader),
         ((RequestCode.RECALL_MESSAGE,), RecallMessageResponseHeader),
     )
     return types.MappingProxyType({int(code): cls for codes, cls in pairs for code in codes})
@@ -369,6 +374,8 @@ __all__ = [
     "ListAclsRequestHeader",
     "ListUsersRequestHeader",
     "LockBatchMqRequestHeader",
+    "NotificationRequestHeader",
+    "NotificationResponseHeader",
     "NotifyConsumerIdsChangedRequestHeader",
     "PopMessageRequestHeader",
     "PopMessageResponseHeader",
