@@ -114,6 +114,8 @@ class BrokerConfig:
     long_polling_enable: bool = _setting("longPollingEnable", True)
     short_polling_time_mills: int = _setting("shortPollingTimeMills", 1000)
     enable_property_filter: bool = _setting("enablePropertyFilter", False)
+    #: Whether a topic may be created with ``message.type=MIXED`` (Apache refuses it by default).
+    enable_mixed_message_type: bool = _setting("enableMixedMessageType", False)
     default_query_max_num: int = _setting("defaultQueryMaxNum", 32)
     flush_consumer_offset_interval: int = _setting("flushConsumerOffsetInterval", 5000)
     rebalance_lock_max_live_time: int = _setting("rebalanceLockMaxLiveTime", 60_000)

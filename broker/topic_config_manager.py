@@ -36,7 +36,15 @@ def to_body(config: Mapping[str, Any]) -> TopicConfig:
         topic_filter_type=str(config.get("topicFilterType", "SINGLE_TAG")),
         topic_sys_flag=int(config.get("topicSysFlag", 0)),
         order=bool(config.get("order", False)),
+        attributes=_attributes(config.get("attributes")),
     )
+
+
+def _attributes(value: Any) -> dict[str, str] | None:
+    """A topic's 5.x attributes; ``None`` for none, so a 4.x-form body (registration, table) is unchanged."""
+    if not isinstance(value, Mapping) or not value:
+        return None
+    return {str(k): str(v) for k, v in value.items()}
 
 
 def to_mapping(config: TopicConfig) -> dict[str, Any]:
@@ -48,6 +56,7 @@ def to_mapping(config: TopicConfig) -> dict[str, Any]:
         "topicFilterType": config.topic_filter_type,
         "topicSysFlag": config.topic_sys_flag,
         "order": config.order,
+        **({"attributes": dict(config.attributes)} if config.attributes else {}),
     }
 
 

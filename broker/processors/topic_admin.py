@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 
+from broker import topic_attributes
 from broker.config import BrokerConfig
 from broker.processors.common import read_header
 from broker.registration import ChangeAnnouncer
@@ -77,6 +78,17 @@ class UpdateAndCreateTopicProcessor:
                 f"readQueueNums and writeQueueNums must lie in [0, {MAX_QUEUE_NUMS}], "
                 f"not {queue_nums[0]} and {queue_nums[1]}",
             )
+        try:
+            requested = topic_attributes.parse_request(header.attributes)
+            if not self._config.enable_mixed_message_type and topic_attributes.mixed_requested(requested):
+                return request.make_response(ResponseCode.INVALID_PARAMETER, topic_attributes.MIXED_REFUSAL)
+            current = self._topics.select(topic)
+            attributes = topic_attributes.alter(
+                current is None, (current.attributes or {}) if current is not None else {}, requested
+            )
+        except topic_attributes.AttributeRefused as exc:
+            log.warning("topic %s refused to %s: %s", topic, conn.remote_address, exc.remark)
+            return request.make_response(ResponseCode.SYSTEM_ERROR, exc.remark)
         config = TopicConfig(
             topic_name=topic,
             read_queue_nums=queue_nums[0],
@@ -85,6 +97,7 @@ class UpdateAndCreateTopicProcessor:
             topic_filter_type=str(header.topic_filter_type),
             topic_sys_flag=int(header.topic_sys_flag or 0),
             order=bool(header.order),
+            attributes=attributes or None,
         )
         log.info("topic %s created or updated by %s", topic, conn.remote_address)
         announcer = self._announcer
@@ -154,7 +167,7 @@ class GetTopicConfigProcessor:
             topic_filter_type=config.topic_filter_type,
             topic_sys_flag=config.topic_sys_flag,
             order=config.order,
-            attributes={},
+            attributes=dict(config.attributes or {}),
         )
         return request.make_response(ResponseCode.SUCCESS, body=body.to_json())
 

@@ -27,8 +27,8 @@ from tests.integration.grpc_peer import runner
 
 pytestmark = pytest.mark.integration
 
-#: Apache's newest servers (the control). The project's servers join once they serve RocketMQ 5's requests.
-SETUPS = [s for s in PROVIDERS if s.id in ("binaries-5.5.0",)]
+#: Apache's newest servers (the control) and the project's servers.
+SETUPS = [s for s in PROVIDERS if s.id in ("binaries-5.5.0", "python")]
 PROXY_RELEASE = "5.5.0"
 KINDS = ("normal", "fifo", "delay", "transaction")
 COUNT = 4

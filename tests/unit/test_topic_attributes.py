@@ -3,12 +3,13 @@ HashMap gives them; and the admin and ``rmq`` refusing them on a broker that wou
 
 from __future__ import annotations
 
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 
-from admin import Admin, BrokerVersionError, TopicNotFoundError
+from admin import Admin, AdminError
 from cli.local_cluster import LocalCluster, LocalClusterSettings
 from rocketmq_wire.errors import CodecError
 from rocketmq_wire.javahash import hashmap_order
@@ -66,22 +67,34 @@ async def local(tmp_path: Path) -> AsyncIterator[LocalCluster]:
         yield cluster
 
 
-async def test_attributes_on_a_broker_without_them_are_refused_and_nothing_is_created(
-    local: LocalCluster,
-) -> None:
-    """The project's broker (like 4.x) has no topic attributes: the topic must not appear without them."""
+async def test_the_projects_broker_keeps_attributes_and_refuses_as_apache(local: LocalCluster) -> None:
+    """Topic attributes on the project's broker: stored, read back, changed and refused with Apache's
+    remarks (``AttributeUtil``), and kept across a reread of the topic's config."""
     async with Admin(local.namesrv_address) as admin:
-        with pytest.raises(
-            BrokerVersionError, match=r"setting topic attributes needs a V5_0_0 or later broker.*V4_9_8"
-        ):
-            await admin.create_topic(
-                "FifoTopic", broker_addr=local.broker_address, attributes={"message.type": "FIFO"}
-            )
-        with pytest.raises(TopicNotFoundError):
-            await admin.topic_config("FifoTopic", local.broker_address)
-        await admin.create_topic("PlainTopic", broker_addr=local.broker_address, read_queue_nums=3)
-        config = await admin.topic_config("PlainTopic", local.broker_address)
-    assert (config.topic_name, config.read_queue_nums) == ("PlainTopic", 3)
+        broker = local.broker_address
+        await admin.create_topic("FifoTopic", broker_addr=broker, attributes={"message.type": "FIFO"})
+        assert (await admin.topic_config("FifoTopic", broker)).attributes == {"message.type": "FIFO"}
+        await admin.create_topic("FifoTopic", broker_addr=broker, attributes={"message.type": "NORMAL"})
+        assert (await admin.topic_config("FifoTopic", broker)).attributes == {"message.type": "NORMAL"}
+        refusals = [
+            ({"queue.type": "BatchCQ"}, "attempt to update an unchangeable attribute. key: queue.type"),
+            ({"message.type": "MIXED"}, "MIXED message type is not supported."),
+            ({"colour": "red"}, "unsupported key: colour"),
+            ({"reserve.time": "-2"}, f"value is not in range(-1, {2**63 - 1})"),
+        ]
+        for attributes, remark in refusals:
+            with pytest.raises(AdminError, match=re.escape(remark)):
+                await admin.create_topic("FifoTopic", broker_addr=broker, attributes=attributes)
+        with pytest.raises(AdminError, match=re.escape("value is not in set: [")):
+            await admin.create_topic("Odd", broker_addr=broker, attributes={"message.type": "ODD"})
+        with pytest.raises(AdminError, match=re.escape("attempt to delete a nonexistent key: reserve.time")):
+            await admin.create_topic("FifoTopic", broker_addr=broker, remove_attributes=["reserve.time"])
+        await admin.create_topic("FifoTopic", broker_addr=broker, remove_attributes=["message.type"])
+        config = await admin.topic_config("FifoTopic", broker)
+        await admin.create_topic("PlainTopic", broker_addr=broker, read_queue_nums=3)
+        plain = await admin.topic_config("PlainTopic", broker)
+    assert config.attributes == {}
+    assert (plain.topic_name, plain.read_queue_nums, plain.attributes) == ("PlainTopic", 3, {})
 
 
 def test_rmq_reads_attribute_options_as_mqadmin_does() -> None:
