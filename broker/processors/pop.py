@@ -63,6 +63,43 @@ MAX_POP_NUMS = 32
 TIMEOUT_TOO_MUCH_MS = 500
 
 
+def _refused_topic_or_group(
+    topics_: TopicConfigManager,
+    groups: SubscriptionGroupManager,
+    request: RemotingCommand,
+    topic: str,
+    group: str,
+    queue_id: int,
+    conn: Connection,
+) -> RemotingCommand | None:
+    """The checks POP_MESSAGE and NOTIFICATION share, in Apache's order and with its remarks: the topic
+    exists and is readable, the queue is one of it (-1: any), the group exists and may consume."""
+    topic_config = topics_.select(topic)
+    if topic_config is None:
+        log.error("pop from topic %s, which does not exist, by %s", topic, conn.remote_address)
+        return request.make_response(
+            ResponseCode.TOPIC_NOT_EXIST,
+            f"topic[{topic}] not exist, apply first please! {topics.suggest_todo()}",
+        )
+    if not is_readable(topic_config.perm):
+        return request.make_response(
+            ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden"
+        )
+    if queue_id >= topic_config.read_queue_nums:
+        remark = _illegal_queue(topic, queue_id, topic_config.read_queue_nums, conn)
+        log.warning(remark)
+        return request.make_response(ResponseCode.INVALID_PARAMETER, remark)
+    group_config = groups.find(group)
+    if group_config is None:
+        return request.make_response(
+            ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            f"subscription group [{group}] does not exist, {topics.suggest_todo()}",
+        )
+    if not group_config.consume_enable:
+        return request.make_response(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
+    return None
+
+
 def _illegal_queue(topic: str, queue_id: int, read_queue_nums: int, conn: Connection) -> str:
     return (
         f"queueId[{queue_id}] is illegal, topic:[{topic}] topicConfig.readQueueNums:[{read_queue_nums}] "
@@ -125,32 +162,10 @@ class PopMessageProcessor:
                 ResponseCode.SYSTEM_ERROR,
                 f"the broker[{broker_ip}] pop message is forbidden because timerWheelEnable is false",
             )
-        topic_config = self._topics.select(topic)
-        if topic_config is None:
-            log.error("pop from topic %s, which does not exist, by %s", topic, conn.remote_address)
-            return request.make_response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {topics.suggest_todo()}",
-            )
-        if not is_readable(topic_config.perm):
-            return request.make_response(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden"
-            )
         queue_id = int(header.queue_id if header.queue_id is not None else -1)
-        if queue_id >= topic_config.read_queue_nums:
-            remark = _illegal_queue(topic, queue_id, topic_config.read_queue_nums, conn)
-            log.warning(remark)
-            return request.make_response(ResponseCode.INVALID_PARAMETER, remark)
-        group_config = self._groups.find(group)
-        if group_config is None:
-            return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {topics.suggest_todo()}",
-            )
-        if not group_config.consume_enable:
-            return request.make_response(
-                ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
-            )
+        refused = _refused_topic_or_group(self._topics, self._groups, request, topic, group, queue_id, conn)
+        if refused is not None:
+            return refused
         found_filter = ACCEPT_ALL
         if header.exp:
             try:
@@ -499,31 +514,10 @@ class NotificationProcessor:
             return request.make_response(
                 ResponseCode.NO_PERMISSION, f"the broker[{config.broker_ip1}] peeking message is forbidden"
             )
-        topic_config = self._topics.select(topic)
-        if topic_config is None:
-            return request.make_response(
-                ResponseCode.TOPIC_NOT_EXIST,
-                f"topic[{topic}] not exist, apply first please! {topics.suggest_todo()}",
-            )
-        if not is_readable(topic_config.perm):
-            return request.make_response(
-                ResponseCode.NO_PERMISSION, f"the topic[{topic}] peeking message is forbidden"
-            )
         queue_id = int(header.queue_id if header.queue_id is not None else -1)
-        if queue_id >= topic_config.read_queue_nums:
-            remark = _illegal_queue(topic, queue_id, topic_config.read_queue_nums, conn)
-            log.warning(remark)
-            return request.make_response(ResponseCode.INVALID_PARAMETER, remark)
-        group_config = self._groups.find(group)
-        if group_config is None:
-            return request.make_response(
-                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                f"subscription group [{group}] does not exist, {topics.suggest_todo()}",
-            )
-        if not group_config.consume_enable:
-            return request.make_response(
-                ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}"
-            )
+        refused = _refused_topic_or_group(self._topics, self._groups, request, topic, group, queue_id, conn)
+        if refused is not None:
+            return refused
         retry = pop_retry_topic(topic, group)
         has_msg = self._has_message(group, topic, retry, queue_id, bool(header.order))
         full = False
