@@ -240,6 +240,15 @@ class ProducerManager:
                 return info.conn
         return None
 
+    def connection_of(self, client_id: str) -> Connection | None:
+        """The open connection of the producer instance ``client_id`` in any group (Apache's
+        ``findChannel``): where a reply for that requester is pushed."""
+        for members in self._groups.values():
+            for info in members.values():
+                if info.client_id == client_id and info.conn.is_open:
+                    return info.conn
+        return None
+
     def expired(self, now_ms: int, timeout_ms: int) -> list[Connection]:
         return [
             info.conn

@@ -116,6 +116,8 @@ class BrokerConfig:
     enable_property_filter: bool = _setting("enablePropertyFilter", False)
     #: Whether a topic may be created with ``message.type=MIXED`` (Apache refuses it by default).
     enable_mixed_message_type: bool = _setting("enableMixedMessageType", False)
+    #: Whether a reply (SEND_REPLY_MESSAGE) is also stored in its topic, besides pushed to its requester.
+    store_reply_message_enable: bool = _setting("storeReplyMessageEnable", True)
     default_query_max_num: int = _setting("defaultQueryMaxNum", 32)
     flush_consumer_offset_interval: int = _setting("flushConsumerOffsetInterval", 5000)
     rebalance_lock_max_live_time: int = _setting("rebalanceLockMaxLiveTime", 60_000)

@@ -73,6 +73,7 @@ from broker.processors.queue_offsets import (
     SearchOffsetProcessor,
 )
 from broker.processors.recall import RecallMessageProcessor
+from broker.processors.reply import ReplyMessageProcessor
 from broker.processors.reset_offset import ResetOffsetProcessor
 from broker.processors.send import SendMessageProcessor
 from broker.processors.send_back import ConsumerSendMsgBackProcessor
@@ -118,6 +119,14 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         stats=parts.stats,
     )
     ack = AckMessageProcessor(topics=topics, store=store, pop=services.pop)
+    reply = ReplyMessageProcessor(
+        config=config,
+        clock=parts.clock,
+        topics=topics,
+        messages=storage.messages,
+        producers=producers,
+        channel=clients.channel,
+    )
     relay = ConsumerRelayProcessor(config=config, consumers=consumers, store=store, channel=clients.channel)
     return {
         # producing and consuming
@@ -134,6 +143,8 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
             announcer=announcer,
             stats=parts.stats,
         ),
+        RequestCode.SEND_REPLY_MESSAGE: reply,
+        RequestCode.SEND_REPLY_MESSAGE_V2: reply,
         RequestCode.PULL_MESSAGE: pull,
         RequestCode.LITE_PULL_MESSAGE: pull,
         RequestCode.RECALL_MESSAGE: RecallMessageProcessor(

@@ -98,6 +98,78 @@ def disk_summary(path: str) -> str:
     return f"CL: {ratio:5.2f} CQ: {ratio:5.2f} INDEX: {ratio:5.2f}"
 
 
+def send_answer(
+    config: BrokerConfig,
+    request: RemotingCommand,
+    code: int,
+    remark: str | None = None,
+    header: SendMessageResponseHeader | None = None,
+) -> RemotingCommand:
+    """A send's answer: every one carries the broker's region and trace switch, as Apache's."""
+    answer = request.make_response(code, remark, header)
+    answer.ext_fields = ExtFields(
+        {const.MSG_REGION: config.region_id, const.TRACE_ON: "true" if config.trace_on else "false"}
+    )
+    return answer
+
+
+def check_send_target(
+    config: BrokerConfig,
+    manager: TopicConfigManager,
+    request: RemotingCommand,
+    header: SendHeader,
+    conn: Connection,
+) -> TopicConfig | RemotingCommand:
+    """Apache's ``msgCheck``, shared by sends and replies: the topic config to store with (made from the
+    template topic when allowed), or the error answer."""
+    topic = str(header.topic)
+    if not is_writeable(config.broker_permission) and manager.is_order_topic(topic):
+        return send_answer(
+            config,
+            request,
+            ResponseCode.NO_PERMISSION,
+            f"the broker[{config.broker_ip1}] sending message is forbidden",
+        )
+    refusal = topics.validate_topic(topic) or topics.check_send_allowed(topic)
+    if refusal is not None:
+        return send_answer(config, request, *refusal)
+    topic_config = manager.select_shared(topic)
+    if topic_config is None:
+        sys_flag = 0
+        if header.unit_mode:
+            sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if topics.is_retry_topic(topic) else TOPIC_SYS_FLAG_UNIT
+        log.warning("the topic %s does not exist, producer %s", topic, conn.remote_address)
+        topic_config = manager.create_in_send(
+            topic,
+            header.default_topic,
+            conn.remote_address,
+            int(header.default_topic_queue_nums or 0),
+            sys_flag,
+        )
+        if topic_config is None and topics.is_retry_topic(topic):
+            topic_config = manager.create_if_absent(topic, 1, PERM_READ | PERM_WRITE, sys_flag)
+        if topic_config is None:
+            return send_answer(
+                config,
+                request,
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic[{topic}] not exist, apply first please!{topics.suggest_todo()}",
+            )
+    queue_id = int(header.queue_id or 0)
+    if queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
+        remark = (
+            f"request queueId[{queue_id}] is illegal, {describe(topic_config)} "
+            f"Producer: {conn.remote_address}"
+        )
+        log.warning(remark)
+        return send_answer(config, request, ResponseCode.SYSTEM_ERROR, remark)
+    if not is_writeable(topic_config.perm):
+        return send_answer(
+            config, request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
+        )
+    return topic_config
+
+
 class SendMessageProcessor:
     """Stores a producer's message or batch, after Apache's checks, and answers with where it went."""
 
@@ -136,12 +208,7 @@ class SendMessageProcessor:
         remark: str | None = None,
         header: SendMessageResponseHeader | None = None,
     ) -> RemotingCommand:
-        config = self._config
-        answer = request.make_response(code, remark, header)
-        answer.ext_fields = ExtFields(
-            {const.MSG_REGION: config.region_id, const.TRACE_ON: "true" if config.trace_on else "false"}
-        )
-        return answer
+        return send_answer(self._config, request, code, remark, header)
 
     # -- entry point ------------------------------------------------------------------------------------
 
@@ -163,53 +230,7 @@ class SendMessageProcessor:
     def _check(
         self, request: RemotingCommand, header: SendHeader, conn: Connection
     ) -> TopicConfig | RemotingCommand:
-        """``msgCheck``: the topic config to send with, or the error answer."""
-        config = self._config
-        topic = str(header.topic)
-        manager = self._topics
-        if not is_writeable(config.broker_permission) and manager.is_order_topic(topic):
-            return self._answer(
-                request,
-                ResponseCode.NO_PERMISSION,
-                f"the broker[{config.broker_ip1}] sending message is forbidden",
-            )
-        refusal = topics.validate_topic(topic) or topics.check_send_allowed(topic)
-        if refusal is not None:
-            return self._answer(request, *refusal)
-        topic_config = manager.select_shared(topic)
-        if topic_config is None:
-            sys_flag = 0
-            if header.unit_mode:
-                sys_flag = TOPIC_SYS_FLAG_UNIT_SUB if topics.is_retry_topic(topic) else TOPIC_SYS_FLAG_UNIT
-            log.warning("the topic %s does not exist, producer %s", topic, conn.remote_address)
-            topic_config = manager.create_in_send(
-                topic,
-                header.default_topic,
-                conn.remote_address,
-                int(header.default_topic_queue_nums or 0),
-                sys_flag,
-            )
-            if topic_config is None and topics.is_retry_topic(topic):
-                topic_config = manager.create_if_absent(topic, 1, PERM_READ | PERM_WRITE, sys_flag)
-            if topic_config is None:
-                return self._answer(
-                    request,
-                    ResponseCode.TOPIC_NOT_EXIST,
-                    f"topic[{topic}] not exist, apply first please!{topics.suggest_todo()}",
-                )
-        queue_id = int(header.queue_id or 0)
-        if queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
-            remark = (
-                f"request queueId[{queue_id}] is illegal, {describe(topic_config)} "
-                f"Producer: {conn.remote_address}"
-            )
-            log.warning(remark)
-            return self._answer(request, ResponseCode.SYSTEM_ERROR, remark)
-        if not is_writeable(topic_config.perm):
-            return self._answer(
-                request, ResponseCode.NO_PERMISSION, f"the topic[{topic}] sending message is forbidden"
-            )
-        return topic_config
+        return check_send_target(self._config, self._topics, request, header, conn)
 
     # -- one message ------------------------------------------------------------------------------------
 
