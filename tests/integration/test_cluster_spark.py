@@ -1,8 +1,10 @@
-"""The Spark connector against every cluster: a DataFrame written with ``format("rocketmq")`` and read back,
-through the connector's source and through the project's consumer.
+"""The Spark connector against clusters of each kind: a DataFrame written with ``format("rocketmq")`` and read
+back, through the connector's source and through the project's consumer.
 
-One local Spark session (the ``spark`` fixture of :mod:`tests.integration.spark_fixtures`) serves every
-provider.
+The connector speaks to brokers only through the project's clients, which the scenario suite runs against
+every set-up; here one set-up of each kind is enough: the project's servers, Apache's 4.x and 5.x, and one
+cluster of an Apache broker and the project's (a write spread over two brokers of either kind). One local
+Spark session (the ``spark`` fixture of :mod:`tests.integration.spark_fixtures`) serves them all.
 """
 
 from __future__ import annotations
@@ -11,12 +13,18 @@ from typing import Any
 
 import pytest
 
+from tests.integration.clusters.fixture import PROVIDERS
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
 
 ROWS = 30
+SETUPS = [
+    s
+    for s in PROVIDERS
+    if s.id in ("python", "binaries-4.9.7", "binaries-5.3.3", "mixed-apache-5.3.3-and-python-brokers")
+]
 
 
 def rows() -> list[tuple[Any, ...]]:
@@ -26,6 +34,7 @@ def rows() -> list[tuple[Any, ...]]:
     ]
 
 
+@pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
 def test_dataframe_written_and_read_back(cluster: Cluster, spark: Any) -> None:
     from pyspark.sql.types import ArrayType, BinaryType, MapType, StringType, StructField, StructType
 

@@ -721,7 +721,9 @@ def test_send_to_a_namesrv_that_never_answers_times_out(
     assert not result.killed, "the peer's watchdog should have ended it before the runner had to"
     [timeout] = result.errors
     assert timeout["event"] == "timeout" and timeout["after_s"] == 2.0
-    assert timeout["stage"] in ("start", "send"), timeout  # "start" if the JVM itself was slow to start
+    # "starting" (before the command began) or "start" (the producer starting) when the JVM itself was slow:
+    # the deadline counts from the JVM's start, and a loaded machine can spend 2 s there (seen in CI).
+    assert timeout["stage"] in ("starting", "start", "send"), timeout
 
 
 def test_a_peer_whose_parent_dies_exits_by_itself(
