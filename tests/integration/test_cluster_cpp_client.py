@@ -10,13 +10,15 @@ import pytest
 
 from producer import Message, Producer, SendStatus
 from tests.integration.clusters.model import Cluster, unique_name
-from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.readback import ReadBackError, read_topic, read_topic_raw
 from tests.integration.clusters.topics import create_on_every_broker
 from tests.integration.cpp_peer import runner
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
 
 PEER_TIMEOUT_S = 20.0
+#: Rounds in which oneway messages the broker does not hold are sent again.
+ONEWAY_ROUNDS = 3
 
 
 def sent_by_python(topic: str) -> list[Message]:
@@ -180,9 +182,23 @@ async def test_every_cpp_send_kind_reaches_both_cpp_consumers(
         (batch,) = [m for m in received if m.properties.get("kind") not in ("sync", "oneway", "orderly")]
         assert b"batch 0" in batch.body and b"batch 3" in batch.body, "the batch's entries travel in its body"
 
-    # Every message is in the broker before the C++ consumers read: a oneway message still on its way, or
-    # one the sender lost, fails here by name rather than as a short pull.
-    await read_topic(cluster.namesrv, topic, total, timeout_s=PEER_TIMEOUT_S)
+    # Every message is in the broker before the C++ consumers read. A oneway send is at most once by design:
+    # a broker whose send queue is late (Apache drops requests that waited past waitTimeMillsInSendQueue, and
+    # a oneway request gets no SYSTEM_BUSY back) loses it without a word. Those, and only those, are sent
+    # again, a bounded number of times; anything else missing fails here by name rather than as a short pull.
+    for _ in range(ONEWAY_ROUNDS):
+        try:
+            await read_topic(cluster.namesrv, topic, total, timeout_s=PEER_TIMEOUT_S)
+            break
+        except ReadBackError:
+            stored = await read_topic_raw(cluster.namesrv, topic, 0)
+            held = {m.properties.get("index") for m in stored if m.properties.get("kind") == "oneway"}
+            missing = [s for i, s in enumerate(specs["oneway"]) if str(i) not in held]
+            if not missing:
+                raise
+            (await asyncio.to_thread(senders["oneway"], missing)).check()
+    else:
+        await read_topic(cluster.namesrv, topic, total, timeout_s=PEER_TIMEOUT_S)
     pulled = await asyncio.to_thread(
         cpp_client.pull_consume,
         cluster.namesrv,
