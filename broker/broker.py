@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from broker.acl import PlainAclManager, acl_guarded, acl_guarded_inline
+from broker.auth import AuthMetadata, AuthService, auth_guarded, auth_guarded_inline
 from broker.clients import ConsumerManager, ProducerManager
 from broker.clock import Clock, SystemClock
 from broker.config import BROKER_VERSION, BrokerConfig
@@ -124,6 +125,12 @@ class Broker:
         self.metrics: MetricsEndpoint | None = None
         #: The ACL rules in force, when ``aclEnable`` is true (read at start; a bad file stops the start).
         self.acl: PlainAclManager | None = PlainAclManager(config.acl_path) if config.acl_enable else None
+        #: ACL 2.0, when ``authenticationEnabled`` or ``authorizationEnabled`` is true (users read at start).
+        self.auth: AuthService | None = (
+            AuthService(config, AuthMetadata(config_dir))
+            if config.authentication_enabled or config.authorization_enabled
+            else None
+        )
         self._handlers: dict[int, tuple[Handler, RequestGate | None]] = {}
         self._chores: list[PeriodicTask] = []
         self._tasks: set[asyncio.Task[None]] = set()
@@ -225,6 +232,8 @@ class Broker:
         requested_port = config.listen_port
         if self.acl is not None:
             self.acl.load()  # before binding: a broker that cannot read its ACL file must not serve
+        if self.auth is not None:
+            self.auth.start()  # likewise for ACL 2.0's users and policies
         self.server.register_default(self._starting)
         port = await self.server.start()
         if config.listen_port == 0:
@@ -394,6 +403,7 @@ class Broker:
                 send_flow_control=self.send_flow_control,
                 ha=self.ha,
                 acl=self.acl,
+                auth=self.auth,
                 filters=self.filters,
                 pop=self.pop,
                 request_modes=self._request_modes,
@@ -412,12 +422,16 @@ class Broker:
             wrapped = guarded(handler)
             if self.acl is not None:  # checked before the handler; with ACL off the path is unchanged
                 wrapped = acl_guarded(wrapped, self.acl)
+            if self.auth is not None:  # ACL 2.0 checks first (outermost), as Apache's pipeline runs first
+                wrapped = auth_guarded(wrapped, self.auth)
             self._handlers[code] = (wrapped, gate)  # the VIP channel serves them too
             if isinstance(handler, AnswersInline) and gate is None:
                 # A handler that never waits, on the hot path: answered as the request arrives (no task).
                 answer_now = guarded_inline(handler.answer_now)
                 if self.acl is not None:
                     answer_now = acl_guarded_inline(answer_now, self.acl)
+                if self.auth is not None:
+                    answer_now = auth_guarded_inline(answer_now, self.auth)
                 self.server.register_inline(code, answer_now)
             else:
                 # Sends start without a task: one that needs no wait (ASYNC_FLUSH) is answered without one.

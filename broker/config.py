@@ -177,6 +177,23 @@ class BrokerConfig:
     acl_file: str | None = None
     #: How often the ACL file is checked for changes (Apache's watcher looks every 5 s).
     acl_watch_interval_ms: int = 5000
+    # ACL 2.0 (broker/auth/): Apache 5.3's users and policies, kept in ``<storePathRootDir>/config/auth.json``
+    authentication_enabled: bool = _setting("authenticationEnabled", False)
+    authorization_enabled: bool = _setting("authorizationEnabled", False)
+    #: ``{"username": ..., "password": ...}``: created as a super user at start when missing.
+    init_authentication_user: str | None = _setting("initAuthenticationUser", None)
+    #: ``{"accessKey": ..., "secretKey": ...}``: the broker's own clients' user, a super user too.
+    inner_client_authentication_credentials: str | None = _setting(
+        "innerClientAuthenticationCredentials", None
+    )
+    #: Request codes (comma-separated numbers) that skip authentication / authorization.
+    authentication_whitelist: str | None = _setting("authenticationWhitelist", None)
+    authorization_whitelist: str | None = _setting("authorizationWhitelist", None)
+    #: Apache's provider class names: only its default providers exist here, so these are accepted and shown.
+    authentication_provider: str | None = _setting("authenticationProvider", None)
+    authentication_metadata_provider: str | None = _setting("authenticationMetadataProvider", None)
+    authorization_provider: str | None = _setting("authorizationProvider", None)
+    authorization_metadata_provider: str | None = _setting("authorizationMetadataProvider", None)
 
     # -- derived values ---------------------------------------------------------------------------------
 

@@ -15,6 +15,18 @@ from broker.processors.acl_admin import (
     UpdateAccessConfigProcessor,
     UpdateGlobalWhiteAddrsProcessor,
 )
+from broker.processors.auth_admin import (
+    CreateAclProcessor,
+    CreateUserProcessor,
+    DeleteAclProcessor,
+    DeleteUserProcessor,
+    GetAclProcessor,
+    GetUserProcessor,
+    ListAclsProcessor,
+    ListUsersProcessor,
+    UpdateAclProcessor,
+    UpdateUserProcessor,
+)
 from broker.processors.broker_admin import (
     GetBrokerConfigProcessor,
     GetBrokerRuntimeInfoProcessor,
@@ -280,4 +292,15 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.UPDATE_GLOBAL_WHITE_ADDRS_CONFIG: UpdateGlobalWhiteAddrsProcessor(acl=services.acl),
         RequestCode.GET_BROKER_CLUSTER_ACL_INFO: GetAclVersionProcessor(acl=services.acl, config=config),
         RequestCode.GET_BROKER_CLUSTER_ACL_CONFIG: GetAclConfigProcessor(acl=services.acl),
+        # ACL 2.0 administration (users and policies)
+        RequestCode.AUTH_CREATE_USER: CreateUserProcessor(auth=services.auth),
+        RequestCode.AUTH_UPDATE_USER: UpdateUserProcessor(auth=services.auth),
+        RequestCode.AUTH_DELETE_USER: DeleteUserProcessor(auth=services.auth),
+        RequestCode.AUTH_GET_USER: GetUserProcessor(auth=services.auth),
+        RequestCode.AUTH_LIST_USER: ListUsersProcessor(auth=services.auth),
+        RequestCode.AUTH_CREATE_ACL: CreateAclProcessor(auth=services.auth),
+        RequestCode.AUTH_UPDATE_ACL: UpdateAclProcessor(auth=services.auth),
+        RequestCode.AUTH_DELETE_ACL: DeleteAclProcessor(auth=services.auth),
+        RequestCode.AUTH_GET_ACL: GetAclProcessor(auth=services.auth),
+        RequestCode.AUTH_LIST_ACL: ListAclsProcessor(auth=services.auth),
     }

@@ -17,6 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from broker.acl import PlainAclManager
+from broker.auth import AuthService
 from broker.clients import ClientChannel, ConsumerManager, ProducerManager
 from broker.clock import Clock
 from broker.config import BrokerConfig
@@ -94,6 +95,8 @@ class Services:
     ha: HighAvailability
     #: The ACL rules in force; ``None`` when ``aclEnable`` is off.
     acl: PlainAclManager | None
+    #: ACL 2.0's users, policies and checks; ``None`` unless authentication or authorization is enabled.
+    auth: AuthService | None = None
     #: SQL92 expressions compiled once each (pulls, pops and CHECK_CLIENT_CONFIG share them).
     filters: ExpressionCompiler
     #: POP consumption: checkpoints of popped messages, acks, revive and pops waiting for messages.

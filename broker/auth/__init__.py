@@ -1,0 +1,23 @@
+"""ACL 2.0 on the broker, as Apache 5.3+ enforces it (``authenticationEnabled``, ``authorizationEnabled``).
+
+* ``model`` -- users, resources, policy entries and which entry decides a request;
+* ``metadata`` -- users and ACLs, durable in ``config/auth.json``, and the admin rules that change them;
+* ``request_resources`` -- what each request code needs (resources and actions);
+* ``service`` -- authentication and authorization of a request;
+* ``hook`` -- the check in front of the handlers, refusing as Apache's broker refuses.
+"""
+
+from broker.auth.errors import AuthenticationError, AuthError, AuthorizationError
+from broker.auth.hook import auth_guarded, auth_guarded_inline
+from broker.auth.metadata import AuthMetadata
+from broker.auth.service import AuthService
+
+__all__ = [
+    "AuthError",
+    "AuthMetadata",
+    "AuthService",
+    "AuthenticationError",
+    "AuthorizationError",
+    "auth_guarded",
+    "auth_guarded_inline",
+]
