@@ -570,44 +570,60 @@ def _expected(remark: str | None) -> Seen:
     return Seen(passed=False, refusals=frozenset({(ResponseCode.NO_PERMISSION, remark)}))
 
 
+async def _project_side(
+    namesrv: str, broker: str, names: Names, seeds: Sequence[bytes], refused_patience_s: float = 3.0
+) -> dict[tuple[str, str], Seen]:
+    """Every case by the project's producer, pull consumer and Admin: (role, case) -> what it saw."""
+    project: dict[tuple[str, str], Seen] = {}
+    for case in AUTHENTICATION_CASES:
+        project["producer", case.name] = await _project_send(namesrv, case.keys, names.topic_a, b"refused")
+    project["producer", "allowed topic"] = await _project_send(
+        namesrv, ALICE_KEYS, names.topic_a, b"py allowed"
+    )
+    project["producer", "forbidden topic"] = await _project_send(
+        namesrv, ALICE_KEYS, names.topic_b, b"py refused"
+    )
+    answers = Answers(broker)
+    refused = refused_patience_s
+    with answers.installed():
+        consume: list[tuple[str, Keys, str, str, float]] = [
+            *(
+                (c.name, c.keys, names.unauthenticated_py, names.topic_a, refused)
+                for c in AUTHENTICATION_CASES
+            ),
+            ("allowed group and topic", ALICE_KEYS, names.group_py, names.topic_a, 30.0),
+            ("forbidden group", ALICE_KEYS, names.forbidden_py, names.topic_a, refused),
+            ("forbidden topic", ALICE_KEYS, names.group_py, names.topic_b, refused),
+        ]
+        for name, keys, group, topic, patience in consume:
+            project["consumer", name] = await _project_consume(
+                namesrv, keys, group, topic, seeds, answers, patience
+            )
+    for case in ADMIN_CASES:
+        project["admin", case.name] = await _project_admin(
+            namesrv, broker, case.keys, _mallory("py", case.name)
+        )
+    return project
+
+
+def _expectations(names: Names) -> dict[tuple[str, str], Seen]:
+    """What 5.3.3 answers the project's clients in every case (the remarks name the project's groups)."""
+    expected = {("producer", c.name): _expected(c.remark) for c in AUTHENTICATION_CASES}
+    expected["producer", "allowed topic"] = _expected(None)
+    expected["producer", "forbidden topic"] = _expected(_denied(f"Topic:{names.topic_b}"))
+    expected |= {("consumer", c.name): _expected(c.remark) for c in AUTHENTICATION_CASES}
+    expected["consumer", "allowed group and topic"] = _expected(None)
+    expected["consumer", "forbidden group"] = _expected(_denied(f"Group:{names.forbidden_py}"))
+    expected["consumer", "forbidden topic"] = _expected(_denied(f"Topic:{names.topic_b}"))
+    expected |= {("admin", c.name): _expected(c.remark) for c in ADMIN_CASES}
+    return expected
+
+
 @pytest.fixture(scope="module")
 def matrix(acl2: Acl2Cluster, java: JavaSide) -> Matrix:
     """The project's side of every case (while the Java runs go on), then the Java side as it finishes."""
     names = acl2.names
-    project: dict[tuple[str, str], Seen] = {}
-
-    async def run_project() -> None:
-        for case in AUTHENTICATION_CASES:
-            project["producer", case.name] = await _project_send(
-                acl2.namesrv, case.keys, names.topic_a, b"refused"
-            )
-        project["producer", "allowed topic"] = await _project_send(
-            acl2.namesrv, ALICE_KEYS, names.topic_a, b"py allowed"
-        )
-        project["producer", "forbidden topic"] = await _project_send(
-            acl2.namesrv, ALICE_KEYS, names.topic_b, b"py refused"
-        )
-        answers = Answers(acl2.broker)
-        with answers.installed():
-            consume: list[tuple[str, Keys, str, str, float]] = [
-                *(
-                    (c.name, c.keys, names.unauthenticated_py, names.topic_a, 3.0)
-                    for c in AUTHENTICATION_CASES
-                ),
-                ("allowed group and topic", ALICE_KEYS, names.group_py, names.topic_a, 30.0),
-                ("forbidden group", ALICE_KEYS, names.forbidden_py, names.topic_a, 3.0),
-                ("forbidden topic", ALICE_KEYS, names.group_py, names.topic_b, 3.0),
-            ]
-            for name, keys, group, topic, patience in consume:
-                project["consumer", name] = await _project_consume(
-                    acl2.namesrv, keys, group, topic, acl2.seeds, answers, patience
-                )
-        for case in ADMIN_CASES:
-            project["admin", case.name] = await _project_admin(
-                acl2.namesrv, acl2.broker, case.keys, _mallory("py", case.name)
-            )
-
-    asyncio.run(run_project())
+    project = asyncio.run(_project_side(acl2.namesrv, acl2.broker, names, acl2.seeds))
 
     found = Matrix()
     for case in AUTHENTICATION_CASES:
