@@ -417,19 +417,26 @@ class Broker:
         self._parts = parts = self._assemble_parts()
         assert self._pull is not None
         table = build_handlers(parts, pull=self._pull)
+        # Apache 5.3+ has no plain-ACL check left: with ACL 2.0 on, it alone decides (the plain file's admin
+        # codes still answer, but its rules gate nothing).
+        plain_acl = self.acl if self.auth is None else None
+        if self.acl is not None and self.auth is not None:
+            log.warning(
+                "aclEnable and ACL 2.0 are both on: requests are checked by ACL 2.0 only, as Apache 5.3+"
+            )
         for code, handler in table.items():
             gate = flow_control if code in SEND_REQUEST_CODES else None
             wrapped = guarded(handler)
-            if self.acl is not None:  # checked before the handler; with ACL off the path is unchanged
-                wrapped = acl_guarded(wrapped, self.acl)
+            if plain_acl is not None:  # checked before the handler; with ACL off the path is unchanged
+                wrapped = acl_guarded(wrapped, plain_acl)
             if self.auth is not None:  # ACL 2.0 checks first (outermost), as Apache's pipeline runs first
                 wrapped = auth_guarded(wrapped, self.auth)
             self._handlers[code] = (wrapped, gate)  # the VIP channel serves them too
             if isinstance(handler, AnswersInline) and gate is None:
                 # A handler that never waits, on the hot path: answered as the request arrives (no task).
                 answer_now = guarded_inline(handler.answer_now)
-                if self.acl is not None:
-                    answer_now = acl_guarded_inline(answer_now, self.acl)
+                if plain_acl is not None:
+                    answer_now = acl_guarded_inline(answer_now, plain_acl)
                 if self.auth is not None:
                     answer_now = auth_guarded_inline(answer_now, self.auth)
                 self.server.register_inline(code, answer_now)
