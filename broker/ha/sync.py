@@ -18,6 +18,7 @@ import asyncio
 import logging
 from typing import Any
 
+from broker.auth.inner_client import inner_credentials
 from broker.config import BrokerConfig
 from broker.schedule import FILE_NAME as DELAY_OFFSET_FILE
 from broker.schedule import ScheduleMessageService
@@ -84,7 +85,11 @@ class SlaveSynchronizer:
         self.rounds += 1
 
     async def _fetch(self, master: str, code: int) -> bytes:
-        answer = await self._client.invoke(master, RemotingCommand.request(code), CALL_TIMEOUT_MS)
+        request = RemotingCommand.request(code)
+        credentials = inner_credentials(self._config)
+        if credentials is not None:  # a master with ACL 2.0 on answers only signed requests
+            credentials.sign(request)
+        answer = await self._client.invoke(master, request, CALL_TIMEOUT_MS)
         if answer.code != ResponseCode.SUCCESS:
             raise MasterUnavailable(f"request {code} answered {answer.code} {answer.remark}")
         return answer.body

@@ -7,12 +7,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from broker import Broker
 from broker.testing import BrokerClient, running_broker
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.acl import AclCredentials
 from rocketmq_wire.bodies.auth import UserInfo
 from rocketmq_wire.headers.auth import CreateUserRequestHeader, GetUserRequestHeader
 from rocketmq_wire.headers.base import CommandHeader
+from tests.unit.ha_helpers import master_config, slave_config
 from tests.unit.test_broker_acl_broker import topic_header
 
 SUPER = AclCredentials("rocketmq", "12345678")
@@ -71,3 +73,30 @@ async def test_the_broker_checks_every_request_and_keeps_its_users(tmp_path: Pat
             assert UserInfo.from_json(got.body) == UserInfo(
                 username="bob", password="bobPw1", user_type="Normal", user_status="enable"
             )
+
+
+async def test_a_slave_syncs_from_a_master_with_acl2_on(tmp_path: Path) -> None:
+    """The slave signs its sync calls with the inner client's credentials, a super user on the master."""
+    inner = json.dumps({"accessKey": "rmqInner", "secretKey": "innerSecret1"})
+    master = Broker(
+        master_config(tmp_path / "master", inner_client_authentication_credentials=inner, **SETTINGS)
+    )
+    await master.start()
+    unsigned = Broker(slave_config(tmp_path / "unsigned", master))
+    slave = Broker(slave_config(tmp_path / "slave", master, inner_client_authentication_credentials=inner))
+    await unsigned.start()
+    await slave.start()
+    try:
+        async with BrokerClient(master.address) as client:
+            assert (await _ask(client, RequestCode.UPDATE_AND_CREATE_TOPIC, topic_header("Synced"))).code == 0
+        for follower in (unsigned, slave):
+            synchronizer = follower.ha.synchronizer
+            assert synchronizer is not None
+            synchronizer.master_addr = master.address
+            await synchronizer.sync_all()
+        assert slave.topic_exists("Synced")
+        assert not unsigned.topic_exists("Synced")  # refused: "username cannot be null."
+    finally:
+        await slave.close()
+        await unsigned.close()
+        await master.close()
