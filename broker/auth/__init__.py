@@ -4,7 +4,11 @@
 * ``metadata`` -- users and ACLs, durable in ``config/auth.json``, and the admin rules that change them;
 * ``request_resources`` -- what each request code needs (resources and actions);
 * ``service`` -- authentication and authorization of a request;
-* ``hook`` -- the check in front of the handlers, refusing as Apache's broker refuses.
+* ``hook`` -- the check in front of the handlers, refusing as Apache's broker refuses;
+* ``inner_client`` -- the credentials the broker signs its own calls to other brokers with.
+
+With ``aclEnable`` on as well, ACL 2.0 alone gates requests: Apache 5.3+ brokers have no plain-ACL check
+left. The plain file still loads and its admin codes (50-54) still answer.
 """
 
 from broker.auth.errors import AuthenticationError, AuthError, AuthorizationError
