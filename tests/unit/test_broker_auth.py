@@ -24,6 +24,7 @@ from broker.processors.auth_admin import (
     GetUserProcessor,
     ListAclsProcessor,
     ListUsersProcessor,
+    UpdateAclProcessor,
     UpdateUserProcessor,
 )
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -39,6 +40,7 @@ from rocketmq_wire.headers.auth import (
     GetUserRequestHeader,
     ListAclsRequestHeader,
     ListUsersRequestHeader,
+    UpdateAclRequestHeader,
     UpdateUserRequestHeader,
 )
 from rocketmq_wire.headers.base import CommandHeader
@@ -424,3 +426,46 @@ def test_a_failed_write_changes_nothing(service: AuthService, monkeypatch: pytes
     with pytest.raises(OSError):
         service.metadata.delete_user("alice")
     assert service.metadata.user("alice") is not None and service.metadata.acl("User:alice") is not None
+
+
+@pytest.mark.parametrize(
+    ("resource", "actions", "ips", "decision", "remark"),
+    [
+        ("Cluster:x", ["Pub"], None, "Allow", None),
+        ("Nothing:x", ["Pub"], None, "Allow", "The resource is null."),
+        ("Topic:A", [], None, "Allow", "The actions is empty."),
+        ("Topic:A", ["Bogus"], None, "Allow", "The actions is empty."),
+        ("Topic:A", ["Any"], None, "Allow", "The actions can not be Any."),
+        ("Topic:A", ["Pub"], [" "], "Allow", "The source ip is empty."),
+        ("Topic:A", ["Pub"], ["10.0.0.0/33"], "Allow", "The source ip is invalid."),
+        ("Topic:A", ["Pub"], None, "Maybe", "The decision is null or illegal."),
+    ],
+)
+def test_each_acl_validation_remark(
+    service: AuthService,
+    resource: str,
+    actions: list[str],
+    ips: list[str] | None,
+    decision: str,
+    remark: str | None,
+) -> None:
+    info = AclInfo.of("User:alice", [resource], actions, ips, decision)
+    request = _request(
+        RequestCode.AUTH_UPDATE_ACL, header=UpdateAclRequestHeader(subject="User:alice"), body=info.to_json()
+    )
+    answer = _answer(UpdateAclProcessor(auth=service), request)
+    if remark is None:
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    else:
+        assert (answer.code, answer.remark) == (ResponseCode.NO_PERMISSION, remark)
+
+
+def test_an_acl_without_policies_is_refused(service: AuthService) -> None:
+    request = _request(
+        RequestCode.AUTH_CREATE_ACL,
+        header=CreateAclRequestHeader(subject="User:alice"),
+        body=AclInfo(subject="User:alice", policies=[]).to_json(),
+    )
+    answer = _answer(CreateAclProcessor(auth=service), request)
+    assert answer.code == ResponseCode.SYSTEM_ERROR
+    assert service.metadata.acl("User:alice") is not None  # the existing ACL is untouched
