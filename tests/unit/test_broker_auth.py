@@ -145,6 +145,7 @@ def test_each_authentication_remark_of_the_case_table(service: AuthService) -> N
 
 def test_a_tampered_field_fails_the_signature(service: AuthService) -> None:
     request = _send("A")
+    assert request.ext_fields is not None
     request.ext_fields["b"] = "B"  # signed for A, now asks for B
     assert _refusal(service, request) == "check signature failed."
 

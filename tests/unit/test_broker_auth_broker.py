@@ -5,6 +5,7 @@ restart, and with ``aclEnable`` on as well only ACL 2.0 decides (Apache 5.3+ has
 from __future__ import annotations
 
 import json
+from typing import Any
 from pathlib import Path
 
 from broker import Broker
@@ -18,7 +19,7 @@ from tests.unit.ha_helpers import master_config, slave_config
 from tests.unit.test_broker_acl_broker import topic_header
 
 SUPER = AclCredentials("rocketmq", "12345678")
-SETTINGS = {
+SETTINGS: dict[str, Any] = {
     "authentication_enabled": True,
     "authorization_enabled": True,
     "init_authentication_user": json.dumps({"username": "rocketmq", "password": "12345678"}),
