@@ -5,8 +5,8 @@ restart, and with ``aclEnable`` on as well only ACL 2.0 decides (Apache 5.3+ has
 from __future__ import annotations
 
 import json
-from typing import Any
 from pathlib import Path
+from typing import Any
 
 from broker import Broker
 from broker.testing import BrokerClient, running_broker
