@@ -332,6 +332,8 @@ class BrokerConfig:
         for f in dataclasses.fields(self):
             if _JAVA not in f.metadata:
                 continue  # a Python-only setting (acl_file, ...): Java has no such key to show
+            if f.metadata[_JAVA] in AUTH_CONFIG_KEYS:
+                continue  # Apache's AuthConfig: read from broker.conf, never shown by GET_BROKER_CONFIG
             value = getattr(self, f.name)
             if value is None:
                 continue
@@ -346,13 +348,15 @@ class BrokerConfig:
         forbidden = {name.strip() for name in self.config_black_list.split(";") if name.strip()}
         return [key for key in keys if key in forbidden]
 
-    def update(self, properties: Mapping[str, str]) -> list[str]:
-        """Apply Java-named settings; returns the Java names actually changed."""
+    def update(self, properties: Mapping[str, str], *, remote: bool = False) -> list[str]:
+        """Apply Java-named settings; returns the Java names actually changed. ``remote`` (an
+        UPDATE_BROKER_CONFIG) leaves ACL 2.0's settings alone: Apache reads its AuthConfig from the file.
+        """
         names = self.java_names()
         changed: list[str] = []
         for key, text in properties.items():
             attribute = names.get(key)
-            if attribute is None:
+            if attribute is None or (remote and key in AUTH_CONFIG_KEYS):
                 continue
             current = getattr(self, attribute)
             try:
@@ -373,6 +377,23 @@ class BrokerConfig:
         for name, value in overrides.items():
             setattr(config, name, value)
         return config
+
+
+#: Settings of Apache's ``AuthConfig`` (ACL 2.0), not of its ``BrokerConfig``.
+AUTH_CONFIG_KEYS = frozenset(
+    {
+        "authenticationEnabled",
+        "authorizationEnabled",
+        "initAuthenticationUser",
+        "innerClientAuthenticationCredentials",
+        "authenticationWhitelist",
+        "authorizationWhitelist",
+        "authenticationProvider",
+        "authenticationMetadataProvider",
+        "authorizationProvider",
+        "authorizationMetadataProvider",
+    }
+)
 
 
 def render_java(value: object) -> str:

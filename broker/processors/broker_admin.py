@@ -164,7 +164,7 @@ class UpdateBrokerConfigProcessor:
                 )
             log.info("updateBrokerConfig from %s: %s", conn.remote_address, properties)
             seen = self._announcer.changes
-            changed = self._config.update(properties)
+            changed = self._config.update(properties, remote=True)
             if changed:
                 self._on_config_changed(changed)
             await self._announcer.announced_since(seen)  # a new brokerPermission is routed once answered

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from broker import Broker
+from broker.config import AUTH_CONFIG_KEYS, BrokerConfig
 from broker.testing import BrokerClient, running_broker
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.acl import AclCredentials
@@ -101,3 +102,15 @@ async def test_a_slave_syncs_from_a_master_with_acl2_on(tmp_path: Path) -> None:
         await slave.close()
         await unsigned.close()
         await master.close()
+
+
+def test_acl2_settings_come_from_the_file_only() -> None:
+    """Apache keeps them in AuthConfig: GET_BROKER_CONFIG never shows them (the initial user's password is
+    among them) and UPDATE_BROKER_CONFIG cannot switch authentication off."""
+    config = BrokerConfig.from_properties("authenticationEnabled=true\ninitAuthenticationUser={}\n")
+    assert config.authentication_enabled and config.init_authentication_user == "{}"
+    assert not {key for key, _ in config.items()} & AUTH_CONFIG_KEYS
+    assert config.update({"authenticationEnabled": "false", "brokerPermission": "4"}, remote=True) == [
+        "brokerPermission"
+    ]
+    assert config.authentication_enabled
