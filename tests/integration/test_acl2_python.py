@@ -14,7 +14,7 @@ import dataclasses
 import re
 import shutil
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +23,7 @@ from typer.testing import CliRunner
 from admin import Admin
 from cli.main import app
 from rocketmq_wire import ResponseCode
+from tests.integration.apache.releases import ApacheRelease
 from tests.integration.clusters import python_servers
 from tests.integration.clusters.fixture import skip_or_fail
 from tests.integration.clusters.launch import Launch
@@ -135,13 +136,15 @@ def test_rmq_reads_and_refuses_on_the_projects_broker(python_acl2: PythonAcl2) -
     )
 
 
-def test_mqadmin_against_the_projects_broker(python_acl2: PythonAcl2) -> None:
+def test_mqadmin_against_the_projects_broker(
+    python_acl2: PythonAcl2, java_client_unavailable: Callable[[ApacheRelease], str | None]
+) -> None:
     """Two mqadmin runs (a JVM each, run side by side): the super user reads the ACL the project's Admin
     wrote, and the normal user's createUser meets 5.3.3's refusal."""
     release = _release()
     if release is None:
         pytest.skip("ROCKETMQ_VERSIONS names no release with ACL 2.0 (5.3 or later): no mqadmin to run")
-    reason = java_unavailable(release)
+    reason = java_unavailable(release) or java_client_unavailable(release)
     if reason is not None:
         skip_or_fail(reason)
     c = python_acl2
