@@ -44,6 +44,7 @@ from cli.cluster_cmds import broker_config, broker_stats, route
 from cli.consume_cmd import consume
 from cli.consumer_cmds import consumer_connections, consumer_progress, reset_offset
 from cli.errors import OneLineErrorsGroup
+from cli.exporter_cmd import exporter
 from cli.group_cmd import group_app
 from cli.inspect_cmd import inspect
 from cli.kv_cmd import kv_app
@@ -121,6 +122,7 @@ app.command(rich_help_panel=BROKER)(broker)
 app.add_typer(acl_app, name="acl", rich_help_panel=BROKER)
 app.add_typer(user_cmd.user_app, name="user", rich_help_panel=BROKER)
 app.command(rich_help_panel=CLUSTER)(clusters)
+app.command(rich_help_panel=CLUSTER)(exporter)
 app.add_typer(cluster_app, name="cluster", rich_help_panel=CLUSTER)
 app.command(rich_help_panel=NAMESRV)(namesrv)
 app.add_typer(kv_app, name="kv", rich_help_panel=NAMESRV)

@@ -1,0 +1,99 @@
+"""``rmq exporter`` against the project's broker: the exposition after sends, a group's lag."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+from prometheus_client import generate_latest
+from prometheus_client.parser import text_string_to_metric_families
+
+from admin import Admin
+from admin.errors import AdminError
+from cli.exporter_run import Exporter
+from cli.local_cluster import LocalCluster, LocalClusterSettings
+from producer import Producer
+from rocketmq_wire.bodies import SubscriptionGroupConfig
+from rocketmq_wire.message import Message
+
+TOPIC = "ExporterTopic"
+GROUP = "ExporterGroup"
+
+
+@pytest.fixture
+async def local(tmp_path: Path) -> AsyncIterator[LocalCluster]:
+    async with LocalCluster(LocalClusterSettings(tmp_path / "store")) as cluster:
+        yield cluster
+
+
+async def _send(local: LocalCluster, admin: Admin, count: int) -> dict[int, int]:
+    await admin.create_topic(TOPIC, cluster="DefaultCluster", read_queue_nums=2, write_queue_nums=2)
+
+    async def routed() -> bool:
+        try:
+            await admin.topic_route(TOPIC)
+        except AdminError:
+            return False
+        return True
+
+    await local.wait_for_route(routed)
+    per_queue = {0: 0, 1: 0}
+    async with Producer("ExporterProducer", local.namesrv_address) as producer:
+        for i in range(count):
+            result = await producer.send(Message(TOPIC, f"m{i}".encode()))
+            per_queue[result.message_queue.queue_id] += 1
+    return per_queue
+
+
+def _samples(text: bytes, name: str) -> list[tuple[dict[str, str], float]]:
+    return [
+        (dict(s.labels), s.value)
+        for family in text_string_to_metric_families(text.decode())
+        for s in family.samples
+        if s.name == name
+    ]
+
+
+async def test_group_diff_is_the_unconsumed_count_with_the_exporters_label_keys(local: LocalCluster) -> None:
+    async with Admin(local.namesrv_address) as admin:
+        per_queue = await _send(local, admin, 9)
+        await admin.update_subscription_group(
+            SubscriptionGroupConfig(group_name=GROUP), cluster="DefaultCluster"
+        )
+        # The group consumed 2 messages of queue 0 and none of queue 1: 7 are left.
+        local.broker.consumer_offsets.commit_offset(GROUP, TOPIC, 0, 2)
+        local.broker.consumer_offsets.commit_offset(GROUP, TOPIC, 1, 0)
+        exporter = Exporter()
+        assert generate_latest(exporter.registry) == b""  # nothing read yet: nothing served
+        await exporter.refresh(admin)
+    text = generate_latest(exporter.registry)
+
+    [(labels, value)] = _samples(text, "rocketmq_group_diff")
+    assert set(labels) == {"group", "topic", "countOfOnlineConsumers", "msgModel"}
+    assert (labels["group"], labels["topic"], labels["countOfOnlineConsumers"]) == (GROUP, TOPIC, "0")
+    assert value == sum(per_queue.values()) - 2
+
+    [(labels, value)] = _samples(text, "rocketmq_producer_offset")
+    assert labels == {"cluster": "DefaultCluster", "broker": "broker-a", "topic": TOPIC}
+    assert value == 9
+
+    [(labels, value)] = _samples(text, "rocketmq_group_consume_total_offset")
+    assert set(labels) == {"cluster", "broker", "topic", "group"}
+    assert value == 2
+
+    put_totals = _samples(text, "rocketmq_brokeruntime_msg_put_total_today_now")
+    assert [set(labels) for labels, _ in put_totals] == [
+        {"cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"}
+    ]
+    assert put_totals[0][1] >= 9
+    assert "# TYPE rocketmq_group_diff gauge" in text.decode()
+
+
+async def test_two_exporters_keep_their_own_registries(local: LocalCluster) -> None:
+    async with Admin(local.namesrv_address) as admin:
+        first = Exporter()
+        await first.refresh(admin)
+    second = Exporter()
+    assert generate_latest(second.registry) == b""
+    assert b"rocketmq_broker_tps" in generate_latest(first.registry)
