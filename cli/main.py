@@ -54,6 +54,7 @@ from cli.namesrv_cmd import namesrv
 from cli.quickstart_cmd import quickstart
 from cli.send_cmd import send
 from cli.tls_options import TLS_CONFIG_ENV, TLS_ENV
+from cli.top_cmd import top
 from cli.topic_cmd import topic_app
 
 if TYPE_CHECKING:
@@ -123,6 +124,7 @@ app.add_typer(acl_app, name="acl", rich_help_panel=BROKER)
 app.add_typer(user_cmd.user_app, name="user", rich_help_panel=BROKER)
 app.command(rich_help_panel=CLUSTER)(clusters)
 app.command(rich_help_panel=CLUSTER)(exporter)
+app.command(rich_help_panel=CLUSTER)(top)
 app.add_typer(cluster_app, name="cluster", rich_help_panel=CLUSTER)
 app.command(rich_help_panel=NAMESRV)(namesrv)
 app.add_typer(kv_app, name="kv", rich_help_panel=NAMESRV)
