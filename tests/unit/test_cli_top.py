@@ -1,4 +1,4 @@
-"""``rmq top`` in a real terminal (tmux): figures on the screen, the sort keys, ``q`` restoring the terminal."""
+"""``rmq top`` in a real terminal (tmux): figures on screen, the sort keys, ``q`` restoring the terminal."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -50,12 +50,12 @@ def _screen(tmux: list[str]) -> str:
     return subprocess.run([*tmux, "capture-pane", "-p", "-t", "top"], capture_output=True, text=True).stdout
 
 
-def _wait_for(tmux: list[str], predicate: object, what: str, timeout: float = 15.0) -> str:
+def _wait_for(tmux: list[str], predicate: Callable[[str], bool], what: str, timeout: float = 15.0) -> str:
     deadline = time.monotonic() + timeout
     screen = ""
     while time.monotonic() < deadline:
         screen = _screen(tmux)
-        if predicate(screen):  # type: ignore[operator]
+        if predicate(screen):
             return screen
         time.sleep(0.2)
     raise AssertionError(f"{what} never showed; the screen was:\n{screen}")
