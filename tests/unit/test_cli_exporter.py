@@ -2,6 +2,13 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -9,13 +16,14 @@ import pytest
 from prometheus_client import generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
-from admin import Admin
+from admin import Admin, BlockingAdmin
 from admin.errors import AdminError
 from cli.exporter_run import Exporter
 from cli.local_cluster import LocalCluster, LocalClusterSettings
 from producer import Producer
 from rocketmq_wire.bodies import SubscriptionGroupConfig
 from rocketmq_wire.message import Message
+from spark_connector.testing import LocalCluster as SyncLocalCluster
 
 TOPIC = "ExporterTopic"
 GROUP = "ExporterGroup"
@@ -97,3 +105,52 @@ async def test_two_exporters_keep_their_own_registries(local: LocalCluster) -> N
     second = Exporter()
     assert generate_latest(second.registry) == b""
     assert b"rocketmq_broker_tps" in generate_latest(first.registry)
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def test_rmq_exporter_serves_metrics_over_http_and_stops_on_ctrl_c(tmp_path: Path) -> None:
+    with SyncLocalCluster(tmp_path / "store") as local:
+        local.create_topic(TOPIC, queues=2)
+        local.send([Message(TOPIC, f"m{i}".encode()) for i in range(5)])
+        with BlockingAdmin(local.namesrv_address) as admin:
+            admin.update_subscription_group(
+                SubscriptionGroupConfig(group_name=GROUP), cluster="DefaultCluster"
+            )
+            admin.update_consumer_offset(GROUP, TOPIC, 0, 0)
+            admin.update_consumer_offset(GROUP, TOPIC, 1, 0)
+        port = _free_port()
+        rmq = Path(sys.executable).with_name("rmq")
+        process = subprocess.Popen(
+            [str(rmq), "exporter", "-n", local.namesrv_address, "--host", "127.0.0.1", "--port", str(port)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            body = b""
+            deadline = time.monotonic() + 20
+            while time.monotonic() < deadline and b"rocketmq_group_diff{" not in body:
+                try:
+                    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as answer:
+                        body = answer.read()
+                except OSError:
+                    time.sleep(0.2)
+            [(labels, value)] = _samples(body, "rocketmq_group_diff")
+            assert (labels["group"], labels["topic"], value) == (GROUP, TOPIC, 5)
+        finally:
+            process.send_signal(signal.SIGINT)
+            _, stderr = process.communicate(timeout=20)
+        assert process.returncode == 0, stderr.decode()
+
+
+def test_rmq_exporter_without_a_namesrv_is_one_readable_line() -> None:
+    rmq = Path(sys.executable).with_name("rmq")
+    env = {k: v for k, v in os.environ.items() if k != "NAMESRV_ADDR"}
+    done = subprocess.run([str(rmq), "exporter"], capture_output=True, text=True, env=env, timeout=30)
+    assert done.returncode != 0
+    assert done.stderr.strip().count("\n") == 0 and "NameServer" in done.stderr, done.stderr
