@@ -16,6 +16,8 @@ import time
 from admin.admin import Admin
 from admin.errors import AdminError
 from admin.models import BrokerAddress
+from admin.stats import GROUP_GET_NUMS, TOPIC_PUT_NUMS
+from admin.topics import user_topics
 from rocketmq_wire.bodies.stats import ConsumeStats
 
 logger = logging.getLogger("admin.snapshot")
@@ -81,6 +83,11 @@ class ClusterSnapshot:
     elapsed: float
     #: group -> (online consumers, message model such as CLUSTERING; "" when nobody is online).
     members: dict[str, tuple[int, str]] = dataclasses.field(default_factory=dict)
+    #: (cluster, broker, topic) -> messages put per second over the last minute (TOPIC_PUT_NUMS); only
+    #: items the broker has collected (a topic nothing was sent to since the broker started is absent).
+    topic_put_tps: dict[tuple[str, str, str], float] = dataclasses.field(default_factory=dict)
+    #: (cluster, broker, topic, group) -> messages got per second over the last minute (GROUP_GET_NUMS).
+    group_get_tps: dict[tuple[str, str, str, str], float] = dataclasses.field(default_factory=dict)
 
     def topic_offsets(self) -> dict[tuple[str, str, str], int]:
         """(cluster, broker, topic) -> the largest broker offset any group saw: the producer offset."""
@@ -132,9 +139,54 @@ async def _read_broker(admin: Admin, broker: BrokerAddress) -> tuple[BrokerReadi
     return BrokerReading(broker.cluster, broker.broker_name, broker.addr, runtime), progress
 
 
-async def read_snapshot(admin: Admin, *, concurrency: int = DEFAULT_CONCURRENCY) -> ClusterSnapshot:
+async def _minute_tps(admin: Admin, gate: asyncio.Semaphore, addr: str, name: str, key: str) -> float | None:
+    async with gate:
+        try:
+            return (await admin.view_broker_stats(addr, name, key)).stats_minute.tps
+        except (AdminError, OSError, TimeoutError):
+            return None  # not collected on that broker (nothing put or got yet): no sample
+
+
+async def _rates(
+    admin: Admin, gate: asyncio.Semaphore, masters: list[BrokerAddress], progress: list[GroupTopicProgress]
+) -> tuple[dict[tuple[str, str, str], float], dict[tuple[str, str, str, str], float]]:
+    topic_keys: list[tuple[BrokerAddress, str]] = []
+    for broker in masters:
+        async with gate:
+            try:
+                topic_keys.extend((broker, t) for t in await user_topics(admin.rpc, broker.addr))
+            except (AdminError, OSError, TimeoutError) as exc:
+                logger.warning("topics of %s not read: %s", broker.addr, exc)
+    by_name = {b.broker_name: b for b in masters}
+    put = await asyncio.gather(*(_minute_tps(admin, gate, b.addr, TOPIC_PUT_NUMS, t) for b, t in topic_keys))
+    got = await asyncio.gather(
+        *(
+            _minute_tps(admin, gate, by_name[p.broker_name].addr, GROUP_GET_NUMS, f"{p.topic}@{p.group}")
+            for p in progress
+        )
+    )
+    topic_tps = {
+        (b.cluster, b.broker_name, t): tps
+        for (b, t), tps in zip(topic_keys, put, strict=True)
+        if tps is not None
+    }
+    group_tps = {
+        (p.cluster, p.broker_name, p.topic, p.group): tps
+        for p, tps in zip(progress, got, strict=True)
+        if tps is not None
+    }
+    return topic_tps, group_tps
+
+
+async def read_snapshot(
+    admin: Admin, *, concurrency: int = DEFAULT_CONCURRENCY, rates: bool = True
+) -> ClusterSnapshot:
     """Read every master of every cluster the NameServers know; a broker that fails is named in
-    ``failures`` rather than failing the whole reading (a scrape should show the brokers that answer)."""
+    ``failures`` rather than failing the whole reading (a scrape should show the brokers that answer).
+
+    ``rates`` adds the per-topic and per-group rates of the brokers' statistics items: one request per
+    topic and per group/topic pair, the costly part on a large cluster (``rmq top`` skips it and derives
+    its topic rates from offsets)."""
     started = time.monotonic()
     masters = [b for b in await admin.brokers() if b.is_master]
     gate = asyncio.Semaphore(max(1, concurrency))
@@ -159,6 +211,9 @@ async def read_snapshot(admin: Admin, *, concurrency: int = DEFAULT_CONCURRENCY)
             return len(found.connections), found.message_model or ""
 
     counted = await asyncio.gather(*(members_of(g) for g in groups))
+    answered = [b for b, a in zip(masters, answers, strict=True) if not isinstance(a, str)]
+    all_progress = [p for a in answers if not isinstance(a, str) for p in a[1]]
+    topic_tps, group_tps = await _rates(admin, gate, answered, all_progress) if rates else ({}, {})
     brokers: list[BrokerReading] = []
     progress: list[GroupTopicProgress] = []
     failures: dict[str, str] = {}
@@ -175,4 +230,6 @@ async def read_snapshot(admin: Admin, *, concurrency: int = DEFAULT_CONCURRENCY)
         failures=failures,
         elapsed=time.monotonic() - started,
         members=dict(zip(groups, counted, strict=True)),
+        topic_put_tps=topic_tps,
+        group_get_tps=group_tps,
     )

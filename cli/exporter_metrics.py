@@ -1,8 +1,8 @@
 """A cluster snapshot as apache/rocketmq-exporter's metric families: the same names, types and label keys,
 so its Grafana dashboards and alerts read ``rmq exporter`` unchanged.
 
-Families the snapshot cannot fill yet (per-topic put rates ``rocketmq_producer_tps``, per-group get rates
-``rocketmq_consumer_tps``, client runtime figures) are left out rather than reported as zero.
+Families the snapshot cannot fill yet (client runtime figures, retry/DLQ offsets, per-client counts) are left
+out rather than reported as zero.
 """
 
 from __future__ import annotations
@@ -80,6 +80,14 @@ def families(snapshot: ClusterSnapshot, now_ms: int | None = None) -> list[Metri
         for b in snapshot.brokers:
             family.add_metric(_runtime_labels(b), read(b))
         out.append(family)
+
+    producer_tps = GaugeMetricFamily("rocketmq_producer_tps", "TopicPutNums", labels=TOPIC_LABELS)
+    for (cluster, broker, topic), value in sorted(snapshot.topic_put_tps.items()):
+        producer_tps.add_metric([cluster, broker, topic], value)
+    consumer_tps = GaugeMetricFamily("rocketmq_consumer_tps", "GroupGetNums", labels=GROUP_LABELS)
+    for key, value in sorted(snapshot.group_get_tps.items()):
+        consumer_tps.add_metric(list(key), value)
+    out += [producer_tps, consumer_tps]
 
     offsets = GaugeMetricFamily("rocketmq_producer_offset", "TopicOffset", labels=TOPIC_LABELS)
     for (cluster, broker, topic), value in sorted(snapshot.topic_offsets().items()):

@@ -58,7 +58,7 @@ async def run_top(admin: Admin, *, interval: float, sort: SortBy, console: Conso
 
     console = console or Console()
     previous: ClusterSnapshot | None = None
-    current = await read_snapshot(admin)
+    current = await read_snapshot(admin, rates=False)
     with _keys_unbuffered(fd):
         if sys.stdin.isatty():
             loop.add_reader(fd, on_key)
@@ -79,7 +79,7 @@ async def run_top(admin: Admin, *, interval: float, sort: SortBy, console: Conso
                         break
                     if not redraw.is_set():
                         try:
-                            previous, current = current, await read_snapshot(admin)
+                            previous, current = current, await read_snapshot(admin, rates=False)
                         except Exception as exc:  # a failed round keeps the last screen
                             logger.warning("cluster not read: %s", exc)
                         next_read = loop.time() + interval

@@ -13,11 +13,13 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
-from prometheus_client import generate_latest
+from prometheus_client import CollectorRegistry, generate_latest
 from prometheus_client.parser import text_string_to_metric_families
 
 from admin import Admin, BlockingAdmin
 from admin.errors import AdminError
+from admin.snapshot import ClusterSnapshot
+from cli.exporter_metrics import SnapshotCollector
 from cli.exporter_run import Exporter
 from cli.local_cluster import LocalCluster, LocalClusterSettings
 from producer import Producer
@@ -96,6 +98,30 @@ async def test_group_diff_is_the_unconsumed_count_with_the_exporters_label_keys(
     ]
     assert put_totals[0][1] >= 9
     assert "# TYPE rocketmq_group_diff gauge" in text.decode()
+
+    # The broker has not sampled its statistics items yet (it refuses VIEW_BROKER_STATS_DATA with "not
+    # exist"): no rate sample rather than a made-up 0.
+    assert _samples(text, "rocketmq_producer_tps") == []
+    assert _samples(text, "rocketmq_consumer_tps") == []
+
+
+def test_rates_render_with_the_exporters_label_keys() -> None:
+    snapshot = ClusterSnapshot(
+        taken_at=0.0,
+        brokers=(),
+        progress=(),
+        failures={},
+        elapsed=0.0,
+        topic_put_tps={("c", "b", "T"): 2.5},
+        group_get_tps={("c", "b", "T", "G"): 1.5},
+    )
+    registry = CollectorRegistry()
+    registry.register(SnapshotCollector(lambda: snapshot))
+    text = generate_latest(registry)
+    assert _samples(text, "rocketmq_producer_tps") == [({"cluster": "c", "broker": "b", "topic": "T"}, 2.5)]
+    assert _samples(text, "rocketmq_consumer_tps") == [
+        ({"cluster": "c", "broker": "b", "topic": "T", "group": "G"}, 1.5)
+    ]
 
 
 async def test_two_exporters_keep_their_own_registries(local: LocalCluster) -> None:
