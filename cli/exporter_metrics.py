@@ -14,6 +14,7 @@ from prometheus_client.core import GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 from admin.snapshot import BrokerReading, ClusterSnapshot
+from rocketmq_wire.topics import DLQ_GROUP_TOPIC_PREFIX, RETRY_GROUP_TOPIC_PREFIX
 
 RUNTIME_LABELS = ["cluster", "brokerIP", "brokerHost", "des", "boottime", "broker_version"]
 BROKER_LABELS = ["cluster", "brokerIP", "broker"]
@@ -113,11 +114,21 @@ def families(snapshot: ClusterSnapshot, now_ms: int | None = None) -> list[Metri
         latency.add_metric(labels, max(0, behind))
     out += [broker_total, consumed, consume_tps, latency]
 
+    # A group's retry and dead-letter topics have families of their own, as in Apache's exporter.
     diff = GaugeMetricFamily("rocketmq_group_diff", "GroupDiff", labels=DIFF_LABELS)
+    retry = GaugeMetricFamily("rocketmq_group_retrydiff", "GroupRetryDiff", labels=DIFF_LABELS)
+    dlq = GaugeMetricFamily("rocketmq_group_dlqdiff", "GroupDLQDiff", labels=DIFF_LABELS)
     for (group, topic), value in sorted(snapshot.group_diffs().items()):
         online, model = snapshot.members.get(group, (0, ""))
-        diff.add_metric([group, topic, str(online), model], value)
-    out.append(diff)
+        family = (
+            retry
+            if topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
+            else dlq
+            if topic.startswith(DLQ_GROUP_TOPIC_PREFIX)
+            else diff
+        )
+        family.add_metric([group, topic, str(online), model], value)
+    out += [diff, retry, dlq]
     return out
 
 

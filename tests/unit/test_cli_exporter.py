@@ -18,7 +18,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from admin import Admin, BlockingAdmin
 from admin.errors import AdminError
-from admin.snapshot import ClusterSnapshot
+from admin.snapshot import ClusterSnapshot, GroupTopicProgress
 from cli.exporter_metrics import SnapshotCollector
 from cli.exporter_run import Exporter
 from cli.local_cluster import LocalCluster, LocalClusterSettings
@@ -180,3 +180,24 @@ def test_rmq_exporter_without_a_namesrv_is_one_readable_line() -> None:
     done = subprocess.run([str(rmq), "exporter"], capture_output=True, text=True, env=env, timeout=30)
     assert done.returncode != 0
     assert done.stderr.strip().count("\n") == 0 and "NameServer" in done.stderr, done.stderr
+
+
+def test_retry_and_dead_letter_lag_go_to_their_own_families() -> None:
+    def progress(topic: str, lag: int) -> GroupTopicProgress:
+        return GroupTopicProgress("c", "b", "G", topic, 10, 10 - lag, 0.0, 0)
+
+    snapshot = ClusterSnapshot(
+        taken_at=0.0,
+        brokers=(),
+        progress=(progress("T", 4), progress("%RETRY%G", 3), progress("%DLQ%G", 2)),
+        failures={},
+        elapsed=0.0,
+        members={"G": (2, "CLUSTERING")},
+    )
+    registry = CollectorRegistry()
+    registry.register(SnapshotCollector(lambda: snapshot))
+    text = generate_latest(registry)
+    online = {"countOfOnlineConsumers": "2", "msgModel": "CLUSTERING", "group": "G"}
+    assert _samples(text, "rocketmq_group_diff") == [({**online, "topic": "T"}, 4)]
+    assert _samples(text, "rocketmq_group_retrydiff") == [({**online, "topic": "%RETRY%G"}, 3)]
+    assert _samples(text, "rocketmq_group_dlqdiff") == [({**online, "topic": "%DLQ%G"}, 2)]
