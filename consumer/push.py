@@ -25,6 +25,8 @@ from collections.abc import Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from client.stats import StatsCallback
+from client.telemetry import NO_OBSERVER, Observation, OtelOptions
 from client.timers import run_periodically
 from client.trace import TraceDispatcher
 from consumer import commands, direct, running_info
@@ -35,6 +37,7 @@ from consumer.consume_orderly import OrderlyConsumeService
 from consumer.core import ConsumerCore, merged_config, parse_message_model
 from consumer.errors import BrokerVersionError, ConsumerError, ConsumerStateError
 from consumer.listener import ConsumeStatus
+from consumer.observed import observed_handler
 from consumer.pop_queues import PopQueues
 from consumer.pop_requests import INIT_MODE_MAX, INIT_MODE_MIN
 from consumer.positioning import consume_from_where, timestamp_ms
@@ -103,6 +106,9 @@ class PushConsumer:
         enable_msg_trace: bool | None = None,
         trace_topic: str | None = None,
         client_rebalance: bool | None = None,
+        stats_cb: StatsCallback | None = None,
+        stats_interval_s: float | None = None,
+        otel: OtelOptions | bool | None = None,
     ) -> None:
         settings = merged_config(
             config,
@@ -153,6 +159,14 @@ class PushConsumer:
         self._state = "created"
         self._tracer: TraceDispatcher | None = None
         self._pop_queues: PopQueues | None = None
+        self._observation = Observation(
+            role="push_consumer",
+            client_id=lambda: self.client_id,
+            stats_cb=stats_cb,
+            stats_interval_s=stats_interval_s,
+            otel=otel,
+        )
+        self._observer = self._observation.observer
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -167,6 +181,10 @@ class PushConsumer:
     @property
     def message_model(self) -> MessageModel:
         return self._core.model
+
+    def stats(self) -> dict[str, Any] | None:
+        """This consumer's statistics now (see ``client.stats``), or None without a ``stats_cb``."""
+        return self._observation.snapshot()
 
     @property
     def client_id(self) -> str:
@@ -267,6 +285,7 @@ class PushConsumer:
             await core.close()
             raise
         self._state = "running"
+        self._observation.start()
         logger.info(
             "push consumer %s started as client %s (%s, %s)",
             core.wire_group,
@@ -352,6 +371,7 @@ class PushConsumer:
         if self._orderly and core.model == MessageModel.CLUSTERING:
             await self._queue_locks().unlock(owned)
         await self._stop_tracer()
+        await self._observation.stop()
         await core.close()
         self._readers.clear()
         self._state = "stopped"
@@ -525,6 +545,7 @@ class PushConsumer:
         self, messages: list[MessageExt], pq: ProcessQueue, queue: MessageQueue, dispatch: bool
     ) -> None:
         service = self._service
+        self._observer.received(self._core.group, messages)
         if isinstance(service, OrderlyConsumeService):
             service.submit(messages, pq, queue, dispatch)
         elif service is not None:
@@ -580,6 +601,8 @@ class PushConsumer:
         """The user's handler, seeing topics and queues without the namespace (and traced when enabled)."""
         handler = self._handler
         core = self._core
+        if self._observer is not NO_OBSERVER:
+            handler = observed_handler(handler, self._observer, core.group)
         if core.config.namespace:
             inner = handler
 

@@ -27,6 +27,8 @@ from client.identity import client_id, default_instance_name, resolve_ip
 from client.instance import ClientInstance, Member, MemberKind, join_instance
 from client.namesrv import parse_namesrv_list
 from client.rpc import ClientRpc
+from client.stats import StatsCallback
+from client.telemetry import Observation, OtelOptions
 from client.trace import TraceDispatcher, now_ms
 from producer.config import ProducerConfig
 from producer.errors import (
@@ -122,6 +124,9 @@ class Producer:
         enable_msg_trace: bool | None = None,
         trace_topic: str | None = None,
         rng: random.Random | None = None,
+        stats_cb: StatsCallback | None = None,
+        stats_interval_s: float | None = None,
+        otel: OtelOptions | bool | None = None,
     ) -> None:
         overrides: dict[str, Any] = {
             "namespace": namespace,
@@ -153,6 +158,14 @@ class Producer:
         self._busy_listeners: list[BusyListener] = []
         self._tracer: TraceDispatcher | None = None
         self.client_id = ""
+        self._observation = Observation(
+            role="producer",
+            client_id=lambda: self.client_id,
+            stats_cb=stats_cb,
+            stats_interval_s=stats_interval_s,
+            otel=otel,
+        )
+        self._observer = self._observation.observer
 
     # -- lifecycle -------------------------------------------------------------------------------------
 
@@ -215,6 +228,7 @@ class Producer:
             rng=self._rng,
         )
         self._state = _State.RUNNING
+        self._observation.start()
         if config.enable_msg_trace:
             try:
                 self._tracer = await start_trace_dispatcher(
@@ -240,6 +254,7 @@ class Producer:
             self._state = _State.STOPPED
             return
         self._state = _State.STOPPED
+        await self._observation.stop()
         if self._tracer is not None:
             await self._tracer.shutdown()
             self._tracer = None
@@ -267,12 +282,18 @@ class Producer:
         ``sharding_key`` (Java's hash selector) pick the queue of an ordered send; those are not retried
         elsewhere, since that would break the order.
         """
-        prepared = self._prepare(message, self._extra_properties(message))
-        begin = now_ms()
-        result = await self._dispatch(
-            prepared, message, queue, selector, arg, sharding_key, timeout_ms, False
-        )
+        observed = self._observer.start_send(message.topic, (message,))
+        try:
+            prepared = self._prepare(message, self._extra_properties(message))
+            begin = now_ms()
+            result = await self._dispatch(
+                prepared, message, queue, selector, arg, sharding_key, timeout_ms, False
+            )
+        except BaseException:
+            observed.end(False)
+            raise
         assert result is not None
+        observed.end(True, result.msg_id)
         if self._tracer is not None:
             self._trace_pub([message], result, [result.msg_id], begin, prepared.topic)
         return result
@@ -305,6 +326,7 @@ class Producer:
         ids = self._id_generator()
         wire_topic = self._wire_topic(messages[0].topic)
         unique_ids = [ids.next_id() for _ in messages]
+        observed = self._observer.start_send(messages[0].topic, messages)
         batch_id = ids.next_id() if self._flavour is PropertiesFlavour.V5 else None
         prepared = prepare_batch(
             messages,
@@ -315,8 +337,13 @@ class Producer:
             batch_unique_id=batch_id,
         )
         begin = now_ms()
-        result = await self._dispatch(prepared, messages[0], queue, None, None, None, timeout_ms, False)
+        try:
+            result = await self._dispatch(prepared, messages[0], queue, None, None, None, timeout_ms, False)
+        except BaseException:
+            observed.end(False)
+            raise
         assert result is not None
+        observed.end(True, result.msg_id)
         if self._tracer is not None:
             self._trace_pub(list(messages), result, unique_ids, begin, wire_topic)
         return result
@@ -439,6 +466,10 @@ class Producer:
         except CodecError as exc:
             raise BrokerError(response.code, f"unreadable recall answer: {exc}", addr) from exc
         return answer.msg_id or ""
+
+    def stats(self) -> dict[str, Any] | None:
+        """This producer's statistics now (see ``client.stats``), or None without a ``stats_cb``."""
+        return self._observation.snapshot()
 
     async def send_heartbeats(self) -> int:
         """Heartbeat every master broker now (the instance's timer does this every 30 s), for every group of
@@ -834,7 +865,9 @@ async def start_trace_dispatcher(
     ``owner`` is the traced producer or consumer; the push consumer uses this too, so that both set up
     their carrier the same way.
     """
-    carrier = Producer(trace_group(traced_group), namesrv, config=trace_producer_config(config, owner))
+    carrier = Producer(
+        trace_group(traced_group), namesrv, config=trace_producer_config(config, owner), otel=False
+    )
     await carrier.start()
     dispatcher = TraceDispatcher(carrier.send, trace_topic=trace_topic, close=carrier.shutdown)
     await dispatcher.start()

@@ -11,7 +11,7 @@ cd "$(dirname "$0")/.."
 
 python3 -m venv .venv
 .venv/bin/python -m pip install -q --upgrade pip
-.venv/bin/python -m pip install -q -e '.[test,spark]'
+.venv/bin/python -m pip install -q -e '.[test,spark,otel]'
 # The Apache C++ client (PyPI's rocketmq wheel, Linux x86_64 only) is an independent peer in integration tests.
 if [[ "$(uname -s)-$(uname -m)" == "Linux-x86_64" ]]; then
     ./scripts/install-cpp-client.sh
