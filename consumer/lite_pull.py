@@ -24,6 +24,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from types import TracebackType
 from typing import Any, Self
 
+from client.stats import StatsCallback
+from client.telemetry import Observation, OtelOptions
 from client.timers import run_periodically
 from consumer import commands, direct, running_info
 from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
@@ -71,6 +73,9 @@ class PullConsumer:
         access_key: str | None = None,
         secret_key: str | None = None,
         pull_batch_size: int | None = None,
+        stats_cb: StatsCallback | None = None,
+        stats_interval_s: float | None = None,
+        otel: OtelOptions | bool | None = None,
     ) -> None:
         settings = merged_config(
             config,
@@ -109,6 +114,14 @@ class PullConsumer:
         self._timers: list[asyncio.Task[None]] = []
         self._next_auto_commit = 0.0
         self._state = "created"
+        self._observation = Observation(
+            role="pull_consumer",
+            client_id=lambda: self.client_id,
+            stats_cb=stats_cb,
+            stats_interval_s=stats_interval_s,
+            otel=otel,
+        )
+        self._observer = self._observation.observer
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -202,6 +215,7 @@ class PullConsumer:
             await core.close()
             raise
         self._state = "running"
+        self._observation.start()
         self._fetcher.start()
         if self._mode == "assign":
             self._apply_assignment()
@@ -259,6 +273,7 @@ class PullConsumer:
             await core.offsets.persist_all(owned, oneway=False)
         except Exception:
             logger.exception("group %s: committing offsets at close failed", core.wire_group)
+        await self._observation.stop()
         await core.close()
         self._fetcher.queues.clear()
         self._state = "stopped"
@@ -290,7 +305,14 @@ class PullConsumer:
         batch = await self._fetcher.take(timeout)
         if batch is None:
             return None
-        return PolledBatch(self._core.user_queue(batch.queue), self._core.user_messages(batch.messages))
+        messages = self._core.user_messages(batch.messages)
+        self._observer.received(self._core.group, messages)
+        return PolledBatch(self._core.user_queue(batch.queue), messages)
+
+    def stats(self) -> dict[str, Any] | None:
+        """This consumer's statistics now (see ``client.stats``), or None without a ``stats_cb``; a pull
+        consumer knows what it received, not how its caller processed it."""
+        return self._observation.snapshot()
 
     async def commit(
         self, offsets: Mapping[MessageQueue, int] | None = None, *, persist: bool = True

@@ -27,8 +27,10 @@ import logging
 import random
 from collections.abc import Iterable, Sequence
 from types import TracebackType
-from typing import Self
+from typing import Any, Self
 
+from client.stats import StatsCallback
+from client.telemetry import Observation, OtelOptions
 from consumer.config import ConsumerConfig
 from consumer.core import ConsumerCore, merged_config
 from consumer.errors import (
@@ -77,6 +79,9 @@ class SimpleConsumer:
         namespace: str | None = None,
         access_key: str | None = None,
         secret_key: str | None = None,
+        stats_cb: StatsCallback | None = None,
+        stats_interval_s: float | None = None,
+        otel: OtelOptions | bool | None = None,
     ) -> None:
         _check_duration("invisible_duration", invisible_duration, minimum=0.001)
         _check_duration("await_duration", await_duration, minimum=0)
@@ -109,6 +114,14 @@ class SimpleConsumer:
         )
         self._next_target = 0
         self._state = "created"
+        self._observation = Observation(
+            role="simple_consumer",
+            client_id=lambda: self.client_id,
+            stats_cb=stats_cb,
+            stats_interval_s=stats_interval_s,
+            otel=otel,
+        )
+        self._observer = self._observation.observer
 
     # -- configuration -------------------------------------------------------------------------------------
 
@@ -176,6 +189,7 @@ class SimpleConsumer:
             await core.close()
             raise
         self._state = "running"
+        self._observation.start()
         logger.info("simple consumer %s started as client %s", core.wire_group, core.client.client_id)
 
     async def close(self) -> None:
@@ -184,6 +198,7 @@ class SimpleConsumer:
             self._state = "stopped"
             return
         self._state = "stopped"
+        await self._observation.stop()
         await self._core.close()
         logger.info("simple consumer %s closed", self._core.wire_group)
 
@@ -208,6 +223,19 @@ class SimpleConsumer:
         Brokers are taken in turn. With several, each is asked without waiting first, and only when all are
         empty does the next one in turn hold the request for ``await_duration``.
         """
+        found = await self._receive(max_messages, invisible_duration, await_duration)
+        if found:
+            self._observer.received(self._core.group, found)
+        return found
+
+    def stats(self) -> dict[str, Any] | None:
+        """This consumer's statistics now (see ``client.stats``), or None without a ``stats_cb``; a simple
+        consumer knows what it received, not how its caller processed it."""
+        return self._observation.snapshot()
+
+    async def _receive(
+        self, max_messages: int, invisible_duration: float | None, await_duration: float | None
+    ) -> list[MessageExt]:
         self._check_running()
         if not 1 <= max_messages <= MAX_MESSAGES_PER_RECEIVE:
             raise ValueError(f"max_messages must be between 1 and {MAX_MESSAGES_PER_RECEIVE}")

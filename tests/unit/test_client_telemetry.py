@@ -25,7 +25,7 @@ from opentelemetry.trace import SpanKind
 from admin import Admin
 from cli.local_cluster import LocalCluster, LocalClusterSettings
 from client.telemetry import OtelOptions
-from consumer import ConsumeFromWhere, ConsumeStatus, PushConsumer
+from consumer import ConsumeFromWhere, ConsumeStatus, PullConsumer, PushConsumer
 from producer import Message, MessageValidationError, Producer, ProducerConfig
 from rocketmq_wire.message.stored import MessageExt
 
@@ -220,6 +220,32 @@ async def test_consumer_stats_count_received_and_processed(local: LocalCluster) 
     assert now["received"] >= 2 and now["received_bytes"] >= 6
     assert now["processed_ok"] == 1 and now["processed_failed"] >= 1
     assert snapshots and snapshots[-1]["processed_ok"] == 1
+
+
+async def test_pull_consumer_records_received_messages(local: LocalCluster) -> None:
+    otel = Otel()
+    async with Producer("StatsPgD", local.namesrv_address, otel=False) as producer:
+        await producer.send(Message(TOPIC, b"pulled"))
+    consumer = PullConsumer(
+        "PullStatsCg",
+        local.namesrv_address,
+        consume_from=ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        stats_cb=lambda _: None,
+        otel=otel.options,
+    )
+    consumer.subscribe(TOPIC)
+    await consumer.start()
+    try:
+        got = await consumer.poll(5.0)
+        now = consumer.stats()
+    finally:
+        await consumer.shutdown()
+    assert [m.body for m in got] == [b"pulled"]
+    assert now is not None and (now["received"], now["received_bytes"]) == (1, 6)
+    unit, (point,) = otel.histograms()["rocketmq_delivery_latency"]
+    assert unit == "ms" and point.count == 1
+    assert dict(point.attributes or {})["consumer_group"] == "PullStatsCg"
+    assert [s.name for s in otel.spans.get_finished_spans()] == [f"receive {TOPIC}"]
 
 
 def test_clients_work_without_opentelemetry(tmp_path: Path) -> None:
