@@ -2,6 +2,10 @@
 of the project's producer and of Apache's C++ producer (PyPI ``rocketmq`` 0.4.4), in the same run.
 
     .venv/bin/python -m benchmarks.producer [--messages 3000] [--repeat 3] [--namesrv host:port | --loopback]
+        [--observe]
+
+``--observe`` measures only the project's producer, with its statistics hook and OpenTelemetry (the ``otel``
+extra) off and on, and prints each mode's rate as a ratio to the rate without them.
 
 Without ``--namesrv`` the project's NameServer and Broker are started as child processes (``rmq namesrv`` /
 ``rmq broker`` on free loopback ports, a temporary store), so neither producer shares a GIL with the broker;
@@ -29,6 +33,7 @@ import tempfile
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
+from typing import Any
 
 from benchmarks import _cpp
 from producer import Message, Producer, ProducerConfig
@@ -200,7 +205,54 @@ def summary(rows: list[Row], repeat: int) -> None:
         print(f"{row.size:>5}B  {row.mode:<26}{project:>18}{other:>18}{ratio:>14}")
 
 
+def _observed_options(mode: str) -> dict[str, Any]:
+    """Producer keyword arguments of an observation mode: nothing, the statistics hook, or OpenTelemetry's
+    SDK recording metrics (an in-memory reader) and spans (sampled, ended, not exported)."""
+    if mode == "off":
+        return {"otel": False}
+    if mode == "stats":
+        return {"otel": False, "stats_cb": lambda _: None}
+    from opentelemetry.sdk.metrics import MeterProvider  # only here: the otel extra may be absent
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+    from opentelemetry.sdk.trace import TracerProvider
+
+    from client.telemetry import OtelOptions
+
+    options = OtelOptions(
+        meter_provider=MeterProvider(metric_readers=[InMemoryMetricReader()]),
+        tracer_provider=TracerProvider(),
+    )
+    return {"otel": options}
+
+
+async def run_observed(namesrv: str, args: argparse.Namespace) -> None:
+    """The project's sync and pipelined rows with observation off, with the statistics hook and with
+    OpenTelemetry on; prints each mode's rates and its ratio to ``off``."""
+    config = ProducerConfig(send_timeout_ms=10_000)
+    size = args.sizes[0]
+    results: dict[str, list[Row]] = {}
+    for mode in ("off", "stats", "otel", "off"):
+        async with Producer(args.group, namesrv, config=config, **_observed_options(mode)) as producer:
+            await producer.send(Message(args.topic, b"warm-up"))
+            print(f"-- observation: {mode}", flush=True)
+            rows = await run_project(producer, args, size)
+        kept = results.setdefault(mode, rows)
+        if kept is not rows:  # "off" measured again last, against drift: keep each row's better rates
+            for old, new in zip(kept, rows, strict=True):
+                old.rates = [max(a, b) for a, b in zip(old.rates, new.rates, strict=True)]
+    print()
+    print(f"{size} B, best of {args.repeat}: ratio = mode / off")
+    for index, base in enumerate(results["off"]):
+        cells = [
+            f"{m} {results[m][index].best:>8,.0f} ({results[m][index].best / base.best:.2f})" for m in results
+        ]
+        print(f"{base.mode:<26}" + "  ".join(cells))
+
+
 async def run(namesrv: str, args: argparse.Namespace) -> None:
+    if args.observe:
+        await run_observed(namesrv, args)
+        return
     rows: list[Row] = []
     config = ProducerConfig(send_timeout_ms=10_000)
     async with Producer(args.group, namesrv, config=config) as producer:
@@ -238,6 +290,11 @@ def main() -> None:
         "--flush", default="ASYNC", choices=("ASYNC", "SYNC"), help="flush mode of a spawned broker"
     )
     parser.add_argument("--skip-cpp", action="store_true", help="only the project's producer")
+    parser.add_argument(
+        "--observe",
+        action="store_true",
+        help="the project's producer with the stats hook and OpenTelemetry (otel extra) off and on",
+    )
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[100, 1024])
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
