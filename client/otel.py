@@ -48,6 +48,10 @@ INVOCATION_STATUS = "invocation_status"
 SUCCESS = "success"
 FAILURE = "failure"
 
+#: Receipt times kept for ``rocketmq_await_time`` at most: messages received and never handed to a handler
+#: (their queue was released) age out of the oldest end instead of accumulating.
+MAX_ARRIVALS = 10_000
+
 #: The message properties carrying the trace context (W3C Trace Context's header names).
 TRACEPARENT = "traceparent"
 TRACESTATE = "tracestate"
@@ -148,6 +152,9 @@ class OtelObserver:
         self.process_time = _histogram(
             meter, PROCESS_TIME, "Time the handler took on a message", PROCESS_TIME_BUCKETS
         )
+        # Receipt time by message object (its id, queue and offset, so a reused id cannot match); the
+        # message objects themselves are not kept.
+        self._arrivals: dict[tuple[int, int, int], float] = {}
 
     def start_send(self, topic: str, messages: Sequence[Message]) -> SendScope:
         attributes: dict[str, Any] = {
@@ -175,9 +182,14 @@ class OtelObserver:
         client_id = self.client_id()
         topic = messages[0].topic
         attributes = {TOPIC: topic, CLIENT_ID: client_id, CONSUMER_GROUP: group}
+        arrived = time.monotonic()
+        arrivals = self._arrivals
         for message in messages:
             if message.store_timestamp:
                 self.delivery_latency.record(max(0.0, now_ms - message.store_timestamp), attributes)
+            arrivals[(id(message), message.queue_id, message.queue_offset)] = arrived
+        while len(arrivals) > MAX_ARRIVALS:
+            del arrivals[next(iter(arrivals))]
         links = [Link(c) for c in _span_contexts(messages)]
         span = self.tracer.start_span(
             f"receive {topic}",
@@ -217,6 +229,12 @@ class OtelObserver:
         else:
             attributes["messaging.batch.message_count"] = len(messages)
             links = [Link(c) for c in _span_contexts(messages)]
+        now = time.monotonic()
+        await_attributes = {TOPIC: topic, CLIENT_ID: client_id, CONSUMER_GROUP: group}
+        for message in messages:
+            arrived = self._arrivals.pop((id(message), message.queue_id, message.queue_offset), None)
+            if arrived is not None:
+                self.await_time.record((now - arrived) * 1000, await_attributes)
         span = self.tracer.start_span(
             f"process {topic}", context=parent, kind=SpanKind.CONSUMER, links=links, attributes=attributes
         )

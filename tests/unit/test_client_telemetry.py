@@ -160,6 +160,9 @@ async def test_consumer_process_span_joins_the_producer_trace(local: LocalCluste
     assert list(point.explicit_bounds) == [1.0, 5.0, 10.0, 100.0, 1000.0, 10000.0, 60000.0]
     unit, (point,) = metrics["rocketmq_delivery_latency"]
     assert unit == "ms" and point.count == 1 and dict(point.attributes or {}) == expected
+    unit, (point,) = metrics["rocketmq_await_time"]
+    assert unit == "ms" and point.count == 1 and dict(point.attributes or {}) == expected
+    assert list(point.explicit_bounds) == [1.0, 5.0, 20.0, 100.0, 1000.0, 5000.0, 10000.0]
 
 
 async def test_stats_hook_figures_move_and_stay_per_producer(local: LocalCluster) -> None:
