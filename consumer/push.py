@@ -165,6 +165,7 @@ class PushConsumer:
             stats_cb=stats_cb,
             stats_interval_s=stats_interval_s,
             otel=otel,
+            lag=self._lag,
         )
         self._observer = self._observation.observer
 
@@ -181,6 +182,18 @@ class PushConsumer:
     @property
     def message_model(self) -> MessageModel:
         return self._core.model
+
+    def _lag(self) -> int | None:
+        """Messages the broker holds beyond this consumer's committed offsets, over the queues it reads
+        whose max offset a pull answer has told; None when none has yet."""
+        committed = self._core.offsets.snapshot()
+        lag: int | None = None
+        for queue, reader in list(self._readers.items()):
+            done = committed.get(queue)
+            if reader.broker_max_offset is None or done is None:
+                continue
+            lag = (lag or 0) + max(0, reader.broker_max_offset - done)
+        return lag
 
     def stats(self) -> dict[str, Any] | None:
         """This consumer's statistics now (see ``client.stats``), or None without a ``stats_cb``."""

@@ -97,6 +97,8 @@ class QueueReader:
         self.queue = queue
         self.pq = pq
         self.next_offset = next_offset
+        #: The queue's max offset in the broker's last pull answer (None before one), for the lag figure.
+        self.broker_max_offset: int | None = None
         self._config = config
         self._puller = puller
         self._offsets = offsets
@@ -179,6 +181,7 @@ class QueueReader:
         if pq.dropped:
             return 0
         if result.status is PullStatus.FOUND:
+            self.broker_max_offset = result.max_offset
             self.next_offset = result.next_begin_offset
             rt_ms = asyncio.get_running_loop().time() * 1000 - began_ms
             self._hooks.pulled(queue, rt_ms, len(result.messages))
@@ -188,6 +191,7 @@ class QueueReader:
                 return self._config.pull_interval_ms
             return 0
         if result.status in (PullStatus.NO_NEW_MSG, PullStatus.NO_MATCHED_MSG):
+            self.broker_max_offset = result.max_offset
             self.next_offset = result.next_begin_offset
             if pq.count == 0:
                 # nothing held: the new position is as good as consumed (a tag filter skipped it all)
