@@ -1,5 +1,6 @@
 """A push consumer's handler seen by its observers (``client.telemetry``): each call is one process scope,
-its outcome the handler's status (an exception, nothing, or a retry verdict count as failure)."""
+its outcome the handler's status (an exception, nothing, anything not a status, or a retry verdict count as
+failure); whatever the handler returns or raises passes through unchanged."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ def observed_handler(handler: Any, observer: Observer, group: str) -> Callable[[
         ok = False
         try:
             status: ConsumeStatus | None = await handler(messages, context)
-            ok = status is not None and status.succeeded
+            ok = isinstance(status, ConsumeStatus) and status.succeeded
             return status
         finally:
             scope.end(ok)
