@@ -132,8 +132,11 @@ class _ProcessScope:
 class OtelObserver:
     """Records one client's metrics and spans through the given (or global) providers."""
 
-    def __init__(self, *, role: str, client_id: Callable[[], str], options: OtelOptions) -> None:
+    def __init__(
+        self, *, role: str, client_id: Callable[[], str], options: OtelOptions, group: str = ""
+    ) -> None:
         self.role = role
+        self.group = group
         self.client_id = client_id
         meter = metrics.get_meter(METER_NAME, meter_provider=options.meter_provider)
         self.tracer = trace.get_tracer(TRACER_NAME, tracer_provider=options.tracer_provider)
@@ -163,6 +166,7 @@ class OtelObserver:
             "messaging.operation.type": "send",
             "messaging.destination.name": topic,
             "messaging.client.id": self.client_id(),
+            "messaging.rocketmq.client_group": self.group,
         }
         if len(messages) == 1:
             attributes.update(_message_attributes(messages[0]))
@@ -201,6 +205,7 @@ class OtelObserver:
                 "messaging.operation.type": "receive",
                 "messaging.destination.name": topic,
                 "messaging.consumer.group.name": group,
+                "messaging.rocketmq.client_group": group,
                 "messaging.client.id": client_id,
                 "messaging.batch.message_count": len(messages),
             },
@@ -216,6 +221,7 @@ class OtelObserver:
             "messaging.operation.type": "process",
             "messaging.destination.name": topic,
             "messaging.consumer.group.name": group,
+            "messaging.rocketmq.client_group": group,
             "messaging.client.id": client_id,
         }
         parent: Context | None = None

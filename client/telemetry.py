@@ -156,6 +156,7 @@ def make_observer(
     client_id: Callable[[], str],
     stats: ClientStats | None,
     otel: OtelOptions | bool | None,
+    group: str = "",
 ) -> Observer:
     """The observer a client keeps for its life. ``otel``: ``None`` turns OpenTelemetry on when installed,
     ``False`` off, ``True`` or :class:`OtelOptions` on (an error if the extra is missing)."""
@@ -168,7 +169,7 @@ def make_observer(
         from client.otel import OtelObserver  # only when wanted: the extra may be absent
 
         options = otel if isinstance(otel, OtelOptions) else OtelOptions()
-        observers.append(OtelObserver(role=role, client_id=client_id, options=options))
+        observers.append(OtelObserver(role=role, client_id=client_id, options=options, group=group))
     if not observers:
         return NO_OBSERVER
     if len(observers) == 1:
@@ -189,6 +190,7 @@ class Observation:
         stats_interval_s: float | None = None,
         otel: OtelOptions | bool | None = None,
         lag: Callable[[], int | None] | None = None,
+        group: str = "",
     ) -> None:
         self._client_id = client_id
         self.stats = ClientStats(role, lag) if stats_cb is not None else None
@@ -197,7 +199,9 @@ class Observation:
             if self.stats is not None and stats_cb is not None
             else None
         )
-        self.observer = make_observer(role=role, client_id=client_id, stats=self.stats, otel=otel)
+        self.observer = make_observer(
+            role=role, client_id=client_id, stats=self.stats, otel=otel, group=group
+        )
 
     def start(self) -> None:
         if self.stats is not None:

@@ -120,6 +120,7 @@ class PullConsumer:
             stats_cb=stats_cb,
             stats_interval_s=stats_interval_s,
             otel=otel,
+            group=group,
         )
         self._observer = self._observation.observer
 

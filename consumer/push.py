@@ -165,6 +165,7 @@ class PushConsumer:
             stats_cb=stats_cb,
             stats_interval_s=stats_interval_s,
             otel=otel,
+            group=group,
             lag=self._lag,
         )
         self._observer = self._observation.observer

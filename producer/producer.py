@@ -164,6 +164,7 @@ class Producer:
             stats_cb=stats_cb,
             stats_interval_s=stats_interval_s,
             otel=otel,
+            group=group,
         )
         self._observer = self._observation.observer
 

@@ -96,6 +96,7 @@ async def test_producer_records_apache_send_metric_and_a_send_span(local: LocalC
     assert attributes["messaging.destination.name"] == TOPIC
     assert attributes["messaging.operation.type"] == "send"
     assert attributes["messaging.rocketmq.message.tag"] == "T"
+    assert attributes["messaging.rocketmq.client_group"] == "OtelPg"
     assert [dict(s.attributes or {})["messaging.message.id"] for s in spans] == [r.msg_id for r in results]
 
 
@@ -150,6 +151,7 @@ async def test_consumer_process_span_joins_the_producer_trace(local: LocalCluste
     assert process.context is not None and process.context.trace_id == trace_id
     assert process.parent is not None and process.parent.span_id == send_span.context.span_id
     assert dict(process.attributes or {})["messaging.consumer.group.name"] == GROUP
+    assert dict(process.attributes or {})["messaging.rocketmq.client_group"] == GROUP
     receive = spans[f"receive {TOPIC}"]
     assert [link.context.trace_id for link in receive.links] == [trace_id]
     metrics = consumer_otel.histograms()
