@@ -29,8 +29,10 @@ class PopQueues:
         handler: ConcurrentHandler,
         paused: Callable[[], bool],
         init_mode: int,
+        received: Callable[[list[MessageExt]], None] | None = None,
     ) -> None:
         self._core = core
+        self._received = received
         self._paused = paused
         self._client = PopClient(core, init_mode=init_mode)
         self._service = PopConsumeService(
@@ -99,4 +101,6 @@ class PopQueues:
         return result.messages
 
     def _submit(self, messages: list[MessageExt], pq: PopProcessQueue, queue: MessageQueue) -> None:
+        if self._received is not None:
+            self._received(messages)
         self._service.submit(messages, pq, self._core.user_queue(queue))

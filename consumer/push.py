@@ -321,6 +321,7 @@ class PushConsumer:
                 core,
                 handler=self._wrapped_handler(),
                 paused=lambda: self._paused,
+                received=lambda messages: self._observer.received(core.group, messages),
                 init_mode=INIT_MODE_MIN
                 if core.consume_from == ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET
                 else INIT_MODE_MAX,

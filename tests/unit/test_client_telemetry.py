@@ -304,3 +304,70 @@ def test_clients_work_without_opentelemetry(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.strip().endswith("OK")
+
+
+async def test_push_consumer_in_pop_mode_and_the_simple_consumer_count_receipts() -> None:
+    from consumer import ConsumerConfig, SimpleConsumer
+    from rocketmq_wire.bodies.pop import MessageRequestMode
+    from tests.unit.pop_fakes import FakePopCluster
+
+    otel = Otel()
+    async with FakePopCluster() as cluster:
+        cluster.topic("PopTopic", queues=1)
+        cluster.broker.modes["PopTopic"] = MessageRequestMode.POP
+        cluster.broker.add_messages("PopTopic", 0, [b"p0", b"p1"])
+        done = asyncio.Event()
+        handled: list[bytes] = []
+
+        async def handle(messages: list[MessageExt], context: object) -> ConsumeStatus:
+            handled.extend(m.body for m in messages)
+            if len(handled) >= 2:
+                done.set()
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        consumer = PushConsumer(
+            "PopGroup",
+            cluster.namesrv.address,
+            consume_from="FIRST_OFFSET",
+            client_rebalance=False,
+            config=ConsumerConfig(pop_invisible_time_ms=5_000, rebalance_interval_ms=500),
+            stats_cb=lambda _: None,
+            otel=otel.options,
+        )
+        consumer.subscribe("PopTopic")
+        consumer.register_listener(handle)
+        await consumer.start()
+        try:
+            await asyncio.wait_for(done.wait(), 10)
+            for _ in range(100):
+                now = consumer.stats()
+                if now is not None and now["processed_ok"] >= 2:
+                    break
+                await asyncio.sleep(0.02)
+        finally:
+            await consumer.shutdown()
+        assert now is not None and now["received"] == 2 and now["processed_ok"] == 2
+        names = [s.name for s in otel.spans.get_finished_spans()]
+        assert names.count("process PopTopic") == 2 and "receive PopTopic" in names
+        assert otel.histograms()["rocketmq_await_time"][1][0].count == 2
+
+        cluster.broker.add_messages("PopTopic", 0, [b"s0"])
+        simple = SimpleConsumer(
+            "SimpleGroup",
+            cluster.namesrv.address,
+            consume_from="FIRST_OFFSET",
+            stats_cb=lambda _: None,
+            otel=False,
+        )
+        simple.subscribe("PopTopic")
+        await simple.start()
+        try:
+            got: list[MessageExt] = []
+            for _ in range(20):
+                got += await simple.receive(16, await_duration=0.2)
+                if got:
+                    break
+            figures = simple.stats()
+        finally:
+            await simple.close()
+        assert got and figures is not None and figures["received"] == len(got)
