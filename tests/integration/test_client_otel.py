@@ -1,5 +1,6 @@
-"""OpenTelemetry across every cluster: the trace context a producer writes into a message survives the broker
-(Apache's and the project's), and the push consumer's process span continues the producer's trace."""
+"""OpenTelemetry across one cluster of each kind: the trace context a producer writes into a message
+survives the broker (Apache's and the project's), and the push consumer's process span continues the
+producer's trace."""
 
 from __future__ import annotations
 
@@ -17,9 +18,12 @@ from client.telemetry import OtelOptions
 from consumer import ConsumeFromWhere, ConsumeStatus, PushConsumer
 from producer import Message, Producer
 from rocketmq_wire.message import MessageExt
+from tests.integration.clusters.fixture import representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+
+SETUPS = representative_setups()
 
 
 def _tracing() -> tuple[OtelOptions, InMemorySpanExporter]:
@@ -29,6 +33,7 @@ def _tracing() -> tuple[OtelOptions, InMemorySpanExporter]:
     return OtelOptions(tracer_provider=provider), spans
 
 
+@pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
 async def test_process_span_continues_the_producers_trace(cluster: Cluster) -> None:
     topic, group = unique_name("OtelTrace"), unique_name("OtelCg")
     sending, sent_spans = _tracing()

@@ -13,18 +13,14 @@ from typing import Any
 
 import pytest
 
-from tests.integration.clusters.fixture import PROVIDERS
+from tests.integration.clusters.fixture import representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
 
 ROWS = 30
-SETUPS = [
-    s
-    for s in PROVIDERS
-    if s.id in ("python", "binaries-4.9.7", "binaries-5.3.3", "mixed-apache-5.3.3-and-python-brokers")
-]
+SETUPS = representative_setups()
 
 
 def rows() -> list[tuple[Any, ...]]:

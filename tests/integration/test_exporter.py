@@ -1,4 +1,4 @@
-"""``rmq exporter``'s reading against every cluster (Apache's brokers and the project's): after sends and a
+"""``rmq exporter``'s reading against one cluster of each kind, and both Apache lines: after sends and a
 group left with N unconsumed, ``rocketmq_group_diff`` says N with the exporter's label keys, and the broker
 runtime families are filled from each master."""
 
@@ -12,11 +12,14 @@ from admin import Admin
 from cli.exporter_run import Exporter
 from producer import Message, Producer
 from rocketmq_wire.bodies import SubscriptionGroupConfig
+from tests.integration.clusters.fixture import representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.probe import eventually
 from tests.integration.clusters.topics import create_on_every_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+
+SETUPS = representative_setups("binaries-5.3.3")
 
 SENT = 6
 
@@ -30,6 +33,7 @@ def _samples(text: bytes, name: str) -> list[tuple[dict[str, str], float]]:
     ]
 
 
+@pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
 async def test_group_diff_and_broker_runtime_after_sends(cluster: Cluster) -> None:
     topic = await create_on_every_broker(cluster, "ExporterTopic", queues=2)
     group = unique_name("ExporterGroup")

@@ -33,6 +33,18 @@ log = logging.getLogger("tests.clusters.fixture")
 SCENARIO_BUDGET_S = 30.0
 
 PROVIDERS: list[ProviderSpec] = provider_specs()
+#: One set-up of each kind: the project's servers, Apache's two lines, and the two broker kinds in one
+#: cluster. For behaviour every broker shares (a client's own feature), where running all fourteen set-ups
+#: would only repeat these at the cost of CI time.
+REPRESENTATIVE_IDS = ("python", "binaries-4.9.7", "binaries-5.5.0", "mixed-apache-5.3.3-and-python-brokers")
+
+
+def representative_setups(*extra: str) -> list[ProviderSpec]:
+    """The :data:`REPRESENTATIVE_IDS` set-ups (and ``extra`` ids) that :data:`PROVIDERS` selects here."""
+    wanted = {*REPRESENTATIVE_IDS, *extra}
+    return [s for s in PROVIDERS if s.id in wanted]
+
+
 #: Folders kept for a look after failures, and how long each provider took to start (for the summary).
 KEPT_LOGS: list[Path] = []
 START_TIMES: dict[str, float] = {}
