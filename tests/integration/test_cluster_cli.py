@@ -1,4 +1,5 @@
-"""``rmq clusters``, ``rmq route`` and ``rmq send`` against every cluster, as a user runs them.
+"""``rmq clusters``, ``rmq route`` and ``rmq send`` against one cluster of each kind, and a project broker
+registered with Apache's NameServer, as a user runs them.
 
 Each command runs as its own process (``python -m cli.main``), tables and ``--json`` alike; what ``send``
 sent is read back from the broker.
@@ -15,11 +16,16 @@ from typing import Any
 
 import pytest
 
+from tests.integration.clusters.fixture import representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.python_servers import REPO_ROOT, python_env
 from tests.integration.clusters.readback import read_topic
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+
+#: The commands are the client's; what varies is how the servers answer: theirs, ours, both in one cluster.
+SETUPS = representative_setups("mixed-python-broker-on-apache-5.3.3-namesrv")
+ON_SETUPS = pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
 
 COMMAND_TIMEOUT_S = 20.0
 
@@ -67,6 +73,7 @@ async def rmq(*args: str) -> Run:
     return Run(process.returncode, stdout.decode(), stderr.decode())
 
 
+@ON_SETUPS
 async def test_clusters(cluster: Cluster) -> None:
     table = await rmq("clusters", "-n", cluster.namesrv)
     assert table.returncode == 0, table.output
@@ -85,6 +92,7 @@ async def test_clusters(cluster: Cluster) -> None:
     assert f"no cluster named 'NoSuchCluster' is registered (known: {cluster.cluster_name})" in unknown.stderr
 
 
+@ON_SETUPS
 async def test_send_then_route(cluster: Cluster) -> None:
     topic = unique_name("CliSend")
     sent = await rmq(
@@ -123,6 +131,7 @@ async def test_send_then_route(cluster: Cluster) -> None:
     assert text.returncode == 0 and all(addr in text.stdout for addr in listed), text.output
 
 
+@ON_SETUPS
 async def test_route_of_an_unknown_topic_fails_readably(cluster: Cluster) -> None:
     topic = unique_name("NoSuchTopic")
     for extra in ([], ["--json"]):

@@ -19,7 +19,7 @@ from tests.integration.clusters.topics import create_on_every_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
 
-SETUPS = representative_setups("binaries-5.3.3")
+SETUPS = representative_setups("binaries-5.5.0")
 
 SENT = 6
 

@@ -36,7 +36,7 @@ PROVIDERS: list[ProviderSpec] = provider_specs()
 #: One set-up of each kind: the project's servers, Apache's two lines, and the two broker kinds in one
 #: cluster. For behaviour every broker shares (a client's own feature), where running all fourteen set-ups
 #: would only repeat these at the cost of CI time.
-REPRESENTATIVE_IDS = ("python", "binaries-4.9.7", "binaries-5.5.0", "mixed-apache-5.3.3-and-python-brokers")
+REPRESENTATIVE_IDS = ("python", "binaries-4.9.7", "binaries-5.3.3", "mixed-apache-5.3.3-and-python-brokers")
 
 
 def representative_setups(*extra: str) -> list[ProviderSpec]:
