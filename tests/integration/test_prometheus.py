@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import shutil
 import tempfile
@@ -55,6 +56,8 @@ LAGGING = 5
 #: cluster every second too).
 SETTLE_S = 20.0
 JOBS = ("project-broker", "apache-broker", "exporter")
+#: The Grafana dashboard docs/observability.md offers: its queries must find data here.
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "rocketmq-overview.json"
 
 
 async def leave_group_lagging(client: BrokerClient, topic: str) -> None:
@@ -247,3 +250,21 @@ async def check_prometheus(prometheus: PrometheusServer) -> None:
         f"Apache's names the project lacks, not documented as missing: "
         f"{sorted(apache_names - project_names - KNOWN_MISSING)}"
     )
+    await check_dashboard(prometheus)
+
+
+async def check_dashboard(prometheus: PrometheusServer) -> None:
+    """Every panel of the dashboard shows data: one of its queries (all clusters chosen) has series."""
+    panels = json.loads(DASHBOARD.read_text())["panels"]
+
+    async def panels_without_data() -> list[str]:
+        empty = []
+        for panel in panels:
+            answers = [
+                await ask(prometheus, target["expr"].replace("$cluster", ".*")) for target in panel["targets"]
+            ]
+            if not any(answers):
+                empty.append(panel["title"])
+        return empty
+
+    await eventually(panels_without_data, lambda empty: not empty, timeout_s=SETTLE_S, what="dashboard data")

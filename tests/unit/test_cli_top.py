@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import subprocess
@@ -22,6 +23,8 @@ REPO = Path(__file__).resolve().parents[2]
 RMQ = Path(sys.executable).with_name("rmq")
 TOPIC = "TopTopic"
 GROUP = "TopLaggingGroup"
+
+log = logging.getLogger("tests.cli_top")
 
 
 def _tmux_or_skip() -> str:
@@ -77,6 +80,8 @@ def test_top_shows_the_lag_switches_sort_and_quits_restoring_the_terminal(
         shell = f"'{RMQ}' top -n {local.namesrv_address} --interval 1; echo $? > '{rc_file}'; sleep 60"
         subprocess.run([*tmux, "new-session", "-d", "-s", "top", "-x", "160", "-y", "50", shell], check=True)
         screen = _wait_for(tmux, lambda s: GROUP in s and "Brokers" in s, "the groups table")
+        # docs/observability.md shows this screen: run with --log-cli-level=INFO to see it again.
+        log.info("rmq top's screen:\n%s", screen.rstrip())
         [line] = [row for row in screen.splitlines() if GROUP in row]
         assert TOPIC in line and " 7 " in f" {line} ", line  # 7 sent, none consumed: lag 7
         assert "sort: lag" in screen
