@@ -17,6 +17,9 @@ if [[ "$(uname -s)-$(uname -m)" == "Linux-x86_64" ]]; then
     ./scripts/install-cpp-client.sh
 fi
 ./scripts/install-net-tools.sh || echo "no iptables here: the network-fault test skips (fails in CI)"
+# Debian's Prometheus server (its package's service neither started nor enabled): the Prometheus test runs
+# its own. Installed here so that its install time does not count as the test's.
+./scripts/install-prometheus.sh || echo "no prometheus here: the Prometheus test skips (fails in CI)"
 
 if [[ "${CI:-}" == "true" ]]; then
     export ROCKETMQ_REQUIRE_PEERS=1
