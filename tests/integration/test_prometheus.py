@@ -31,7 +31,7 @@ from broker.testing import BrokerClient
 from cli.exporter_run import serve
 from consumer.testing import LocalCluster
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
-from rocketmq_wire.transport import Connection
+from rocketmq_wire.transport import Connection, Handler
 from tests.integration.apache import servers
 from tests.integration.clusters.fixture import skip_or_fail
 from tests.integration.clusters.launch import Launch
@@ -91,12 +91,13 @@ async def exporter_serving(namesrv: str, port: int) -> AsyncIterator[None]:
                 await task
 
 
-async def ignore_nudge(request: RemotingCommand, conn: Connection) -> None:
+async def ignore_nudge(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
     """NOTIFY_CONSUMER_IDS_CHANGED: a rebalance hint the test's stand-in consumer has no use for."""
+    return None
 
 
 #: What a broker may ask of the test's connections (anything else is logged as unsupported).
-CLIENT_HANDLERS = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: ignore_nudge}
+CLIENT_HANDLERS: dict[int, Handler] = {RequestCode.NOTIFY_CONSUMER_IDS_CHANGED: ignore_nudge}
 
 #: The suffixes Prometheus's storage adds to a histogram family's name, one series name each.
 HISTOGRAM_SERIES = ("_bucket", "_count", "_sum")
@@ -168,8 +169,10 @@ async def test_both_brokers_and_the_exporter_agree_directly_and_through_promethe
                 local.address, CLUSTER_NAME, BROKER_NAME, JAVA_REGISTER_S, launch.check_alive
             )
             log.info("Apache's broker registered %.1f s after its start", time.monotonic() - started)
+            apache_address = apache.master_addr()
+            assert apache_address is not None
             async with (
-                BrokerClient(apache.master_addr(), CLIENT_HANDLERS) as on_apache,
+                BrokerClient(apache_address, CLIENT_HANDLERS) as on_apache,
                 BrokerClient(local.broker.address, CLIENT_HANDLERS) as on_project,
             ):
                 await leave_group_lagging(on_apache, APACHE_TOPIC)
