@@ -1,19 +1,22 @@
-"""Apache's Proxy and Apache's Python gRPC SDK over a cluster: Apache's own 5.5.0 servers (the control) and
-the project's NameServer and Broker, with the same expectations.
+"""Apache's Proxy and Apache's gRPC SDKs (Python and Java) over a cluster: Apache's own 5.5.0 servers (the
+control) and the project's NameServer and Broker, with the same expectations.
 
 The proxy (``rocketmq-proxy`` 5.5.0 from Maven Central, cluster mode) drives the brokers with RocketMQ
-5's remoting requests; the gRPC SDK (PyPI ``rocketmq-python-client``) reaches the cluster only through
-it. For each message type a topic is created with its ``message.type`` (the proxy refuses a message whose
-type its topic does not accept); the SDK's producer sends normal, FIFO, delay and transactional messages,
-and the SDK's SimpleConsumer (receive + ack) and PushConsumer read them back: every message once, a delay
-message no earlier than its time, FIFO messages of one message group in their send order.
+5's remoting requests; the gRPC SDKs (PyPI ``rocketmq-python-client``, Maven Central
+``rocketmq-client-java``) reach the cluster only through it. For each message type a topic is created with
+its ``message.type`` (the proxy refuses a message whose type its topic does not accept); each SDK's
+producer sends normal, FIFO, delay and transactional messages (one of them rolled back), and its
+SimpleConsumer (receive + ack) and PushConsumer read them back. :func:`expect_every_type` holds what both
+SDKs must see: every message once, a delay message no earlier than its time, FIFO messages of one message
+group in their send order, never the rolled-back one.
 """
 
 from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 import pytest
 
@@ -23,7 +26,7 @@ from tests.integration.apache.releases import releases
 from tests.integration.clusters.fixture import PROVIDERS, skip_or_fail
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import Cluster, ProviderUnavailable, unique_name
-from tests.integration.grpc_peer import runner
+from tests.integration.grpc_peer import java, runner
 
 pytestmark = pytest.mark.integration
 
@@ -36,6 +39,9 @@ DELAY_MS = 3000
 #: A received delay message may carry a store time up to this much before its due time (Apache floors a
 #: timer to its precision, 1 s).
 PRECISION_MS = 1000
+#: Both peers send one transactional message with this body and roll it back.
+ROLLBACK_BODY = "grpc transaction rollback"
+READ_TIMEOUT_S = 45.0
 
 
 @pytest.fixture(scope="module")
@@ -44,10 +50,6 @@ def proxy(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     if release is None:
         skip_or_fail(f"Apache {PROXY_RELEASE} is not among the suite's releases (RMQ_IT_RELEASES)")
         raise AssertionError("unreachable")
-    try:
-        runner.sdk_python()
-    except ProviderUnavailable as exc:
-        skip_or_fail(str(exc))
     folder = tmp_path_factory.mktemp("proxy")
     launch = Launch(folder / "work", folder / "logs")
     try:
@@ -71,10 +73,42 @@ async def _topics(cluster: Cluster) -> dict[str, str]:
     return topics
 
 
+def expect_every_type(
+    sdk: str,
+    sent: Mapping[str, Sequence[dict[str, Any]]],
+    received: Mapping[str, Sequence[dict[str, Any]]],
+    rolled_back: Sequence[dict[str, Any]],
+    describe: Mapping[str, str],
+) -> None:
+    """What every SDK must see through the proxy, per message type: ``sent`` and ``received`` are the peer's
+    events of that type (``describe`` says how its runs ended, for the failure message)."""
+    assert len(rolled_back) == 1, f"{sdk}: no rolled-back transaction was sent; {describe['transaction']}"
+    for kind in KINDS:
+        assert len(sent[kind]) == COUNT, f"{sdk} {kind}: sent {sent[kind]}; {describe[kind]}"
+        bodies = [e["body"] for e in received[kind]]
+        assert ROLLBACK_BODY not in bodies, f"{sdk}: a rolled-back transactional message arrived: {bodies}"
+        expected = [f"grpc {kind} {i}" for i in range(COUNT)]
+        assert sorted(bodies) == sorted(expected), f"{sdk} {kind}: got {bodies}; {describe[kind]}"
+        if kind == "delay":
+            due = {f"grpc delay {e['index']}": e["due_ms"] for e in sent[kind]}
+            for e in received[kind]:
+                assert e["at_ms"] >= due[e["body"]] - PRECISION_MS, f"{sdk}: delay message came early: {e}"
+        if kind == "fifo":
+            for group in ("group-0", "group-1"):
+                in_group = [e["body"] for e in received[kind] if e["group"] == group]
+                assert len(in_group) == COUNT // 2, f"{sdk}: group {group} got {in_group}"
+                ordered = sorted(in_group, key=lambda b: int(b.rsplit(" ", 1)[1]))
+                assert in_group == ordered, f"{sdk}: group {group} out of order: {in_group}"
+
+
 @pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
-def test_the_grpc_sdk_sends_every_type_and_receives_them_through_the_proxy(
+def test_the_python_grpc_sdk_sends_every_type_and_receives_them_through_the_proxy(
     cluster: Cluster, proxy: ProxyEndpoint
 ) -> None:
+    try:
+        runner.sdk_python()
+    except ProviderUnavailable as exc:
+        skip_or_fail(str(exc))
     topics = asyncio.run(_topics(cluster))
     common = ["--endpoints", proxy.grpc, "--count", str(COUNT)]
     with concurrent.futures.ThreadPoolExecutor(len(KINDS)) as pool:
@@ -89,7 +123,7 @@ def test_the_grpc_sdk_sends_every_type_and_receives_them_through_the_proxy(
         }
         sent = {kind: future.result() for kind, future in sends.items()}
     for kind, run in sent.items():
-        assert run.returncode == 0 and len(run.of("sent")) == COUNT, f"{kind}: {run.events} {run.describe()}"
+        assert run.returncode == 0, f"{kind}: {run.events} {run.describe()}"
 
     # SimpleConsumer for every type but normal, which the PushConsumer reads (both run at once).
     with concurrent.futures.ThreadPoolExecutor(len(KINDS)) as pool:
@@ -97,23 +131,51 @@ def test_the_grpc_sdk_sends_every_type_and_receives_them_through_the_proxy(
             kind: pool.submit(
                 runner.run,
                 "push" if kind == "normal" else "simple",
-                [*common, "--topic", topics[kind], "--group", unique_name(f"GrpcG{kind}"), "--timeout", "45"],
-                45.0,
+                [
+                    *common,
+                    *("--topic", topics[kind], "--group", unique_name(f"GrpcG{kind}")),
+                    *("--timeout", str(READ_TIMEOUT_S)),
+                ],
+                READ_TIMEOUT_S,
             )
             for kind in KINDS
         }
         read = {kind: future.result() for kind, future in reads.items()}
 
-    for kind in KINDS:
-        run = read[kind]
-        bodies = [e["body"] for e in run.of("received")]
-        expected = [f"grpc {kind} {i}" for i in range(COUNT)]
-        assert sorted(bodies) == sorted(expected), f"{kind}: got {bodies}; {run.describe()}"
-        if kind == "delay":
-            due = {f"grpc delay {e['index']}": e["due_ms"] for e in sent[kind].of("sent")}
-            for e in run.of("received"):
-                assert e["at_ms"] >= due[e["body"]] - PRECISION_MS, f"delay message came early: {e}"
-        if kind == "fifo":
-            for group in ("group-0", "group-1"):
-                in_group = [e["body"] for e in run.of("received") if e["group"] == group]
-                assert in_group == sorted(in_group, key=lambda b: int(b.rsplit(" ", 1)[1])), in_group
+    expect_every_type(
+        "Python SDK",
+        {kind: run.of("sent") for kind, run in sent.items()},
+        {kind: run.of("received") for kind, run in read.items()},
+        sent["transaction"].of("rolled_back"),
+        {kind: f"send: {sent[kind].describe()}; read: {read[kind].describe()}" for kind in KINDS},
+    )
+
+
+@pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
+def test_the_java_grpc_client_sends_every_type_and_receives_them_through_the_proxy(
+    cluster: Cluster, proxy: ProxyEndpoint
+) -> None:
+    """The whole scenario in one JVM (``rmqit.GrpcPeer``): sends, then the four readers at once."""
+    topics = asyncio.run(_topics(cluster))
+    args = [
+        *("--endpoints", proxy.grpc, "--count", str(COUNT), "--delay-ms", str(DELAY_MS)),
+        *("--group-prefix", unique_name("GrpcJava"), "--timeout", str(READ_TIMEOUT_S)),
+        *(arg for kind, topic in topics.items() for arg in ("--topic", f"{kind}={topic}")),
+    ]
+    try:
+        run = java.run(args, READ_TIMEOUT_S + 45.0)
+    except ProviderUnavailable as exc:
+        skip_or_fail(str(exc))
+        raise AssertionError("unreachable") from exc
+    assert run.returncode == 0 and run.of("done"), f"{run.events} {run.describe()}"
+
+    def of_kind(event: str, kind: str) -> list[dict[str, Any]]:
+        return [e for e in run.of(event) if e.get("kind") == kind]
+
+    expect_every_type(
+        "Java client",
+        {kind: of_kind("sent", kind) for kind in KINDS},
+        {kind: of_kind("received", kind) for kind in KINDS},
+        run.of("rolled_back"),
+        {kind: f"errors: {of_kind('error', kind)}; {run.describe()}" for kind in KINDS},
+    )

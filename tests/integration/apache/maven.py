@@ -24,7 +24,7 @@ from tests.integration.clusters.model import ProviderUnavailable
 log = logging.getLogger("tests.apache.maven")
 
 POM = Path(__file__).resolve().parents[1] / "java" / "pom.xml"
-Role = Literal["servers", "tools", "proxy"]
+Role = Literal["servers", "tools", "proxy", "grpc-client"]
 #: First resolution of a 5.x broker downloads ~150 jars.
 RESOLVE_TIMEOUT_S = 900.0
 _ERROR_LINE = re.compile(r"\[ERROR\] (\S.+)$", re.MULTILINE)

@@ -3,10 +3,11 @@
 The SDK installs the import name ``rocketmq``, which PyPI's C++ client (another peer) uses too, so it lives in
 a virtual environment of its own (:mod:`tests.integration.grpc_peer.runner`) and this script is run there. It
 reaches a cluster only through Apache's Proxy (its gRPC endpoint), and prints one JSON object per line:
-``sent``/``received``/``error`` events and a final ``done``.
+``sent``/``rolled_back``/``received``/``error`` events and a final ``done``.
 
 Commands:
   send     --endpoints E --topic T --kind normal|fifo|delay|transaction --count N [--delay-ms D]
+           (transaction: one message rolled back first, then N committed)
   simple   --endpoints E --topic T --group G --count N --timeout S     (SimpleConsumer: receive + ack)
   push     --endpoints E --topic T --group G --count N --timeout S     (PushConsumer: listener)
 """
@@ -35,6 +36,8 @@ from rocketmq.v5.consumer import MessageListener  # type: ignore[import-not-foun
 from rocketmq.v5.producer import TransactionChecker  # type: ignore[import-not-found]
 
 _print_lock = threading.Lock()
+#: Body of the transactional message that is rolled back, before the committed ones: no consumer may see it.
+ROLLBACK_BODY = "grpc transaction rollback"
 
 
 def emit(event: str, **fields: Any) -> None:
@@ -48,9 +51,12 @@ def config(endpoints: str) -> Any:
 
 
 class CommitAll(TransactionChecker):  # type: ignore[misc]
-    """Orphaned halves (none expected: every transaction is committed at once) are committed on a check."""
+    """Orphaned halves (none expected: every transaction is settled at once) are settled on a check as their
+    body says: the rolled-back one stays rolled back."""
 
     def check(self, message: Any) -> Any:
+        if message.body == ROLLBACK_BODY.encode():
+            return TransactionResolution.ROLLBACK
         return TransactionResolution.COMMIT
 
 
@@ -59,6 +65,8 @@ def send(args: argparse.Namespace) -> int:
     producer = Producer(config(args.endpoints), (args.topic,), checker)
     producer.startup()
     try:
+        if args.kind == "transaction":
+            _send_rollback(producer, args.topic)
         for i in range(args.count):
             message = Message()
             message.topic = args.topic
@@ -89,6 +97,22 @@ def send(args: argparse.Namespace) -> int:
         producer.shutdown()
     emit("done", command="send")
     return 0
+
+
+def _send_rollback(producer: Any, topic: str) -> None:
+    message = Message()
+    message.topic = topic
+    message.body = ROLLBACK_BODY.encode()
+    message.tag = "grpc"
+    message.keys = "transaction-rollback"
+    try:
+        transaction = producer.begin_transaction()
+        receipt = producer.send(message, transaction)
+        transaction.rollback()
+    except Exception as exc:
+        emit("error", index=-1, error=f"{type(exc).__name__}: {exc}")
+        return
+    emit("rolled_back", message_id=receipt.message_id)
 
 
 def _received(message: Any, how: str) -> None:

@@ -79,6 +79,12 @@ def run(command: str, args: list[str], timeout: float) -> PeerRun:
     """One peer command to its end (killed ``timeout`` + 30 s after it started)."""
     argv = [str(sdk_python()), str(PEER), command, *args]
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    return run_argv(argv, timeout, env)
+
+
+def run_argv(argv: list[str], timeout: float, env: dict[str, str]) -> PeerRun:
+    """Any JSON-lines peer (this SDK's, the Java gRPC client's) to its end: killed ``timeout`` + 30 s after
+    it started, its JSON lines kept either way."""
     try:
         result = subprocess.run(argv, capture_output=True, text=True, timeout=timeout + 30.0, env=env)
     except subprocess.TimeoutExpired as exc:

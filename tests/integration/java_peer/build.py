@@ -99,16 +99,34 @@ def compile_classes(tools_version: str) -> tuple[Path, tuple[Path, ...]]:
     """
     classpath = maven.classpath("tools", tools_version)
     target = build_dir(tools_version, classpath)
+    classes = compile_sources(
+        sources(), classpath, target, "rmqit/Peer.class", f"rocketmq-client {tools_version}", [LOGBACK_FILE]
+    )
+    return classes, classpath
+
+
+def compile_sources(
+    java_files: Sequence[Path],
+    classpath: Sequence[Path],
+    target: Path,
+    marker_class: str,
+    against: str,
+    resources: Sequence[str] = (),
+) -> Path:
+    """``target/classes``, compiled from ``java_files`` against ``classpath`` unless ``marker_class`` (a
+    path inside it) is already there; ``resources`` (names in the peer's source folder) are copied beside
+    the classes. ``against`` names the jars in the compiler's complaint. Shared by every Java program of the
+    suite, so each gets the same locking and the same never-half-built guarantee."""
     classes = target / "classes"
-    marker = classes / "rmqit" / "Peer.class"
+    marker = classes / marker_class
     if marker.is_file():
-        return classes, classpath
+        return classes
     compiler = javac()
     target.mkdir(parents=True, exist_ok=True)
     with (target.parent / ".lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         if marker.is_file():  # another process compiled it while we waited
-            return classes, classpath
+            return classes
         staging = Path(tempfile.mkdtemp(prefix=".classes-", dir=target))
         try:
             argv = [
@@ -121,7 +139,7 @@ def compile_classes(tools_version: str) -> tuple[Path, tuple[Path, ...]]:
                 os.pathsep.join(str(jar) for jar in classpath),
                 "-d",
                 str(staging),
-                *(str(path) for path in sources()),
+                *(str(path) for path in java_files),
             ]
             try:
                 result = subprocess.run(
@@ -133,17 +151,18 @@ def compile_classes(tools_version: str) -> tuple[Path, tuple[Path, ...]]:
                 ) from exc
             if result.returncode != 0:
                 raise JavaPeerBuildError(
-                    f"javac could not compile the Java peer against rocketmq-client {tools_version}: "
+                    f"javac could not compile the Java peer against {against}: "
                     + _first_lines(result.stderr + result.stdout)
                 )
-            shutil.copy2(SRC_DIR / LOGBACK_FILE, staging / LOGBACK_FILE)
+            for name in resources:
+                shutil.copy2(SRC_DIR / name, staging / name)
             staging.chmod(0o755)  # mkdtemp's 0700 would hide a shared cache from other users
             if classes.exists():  # a stale, unmarked folder (e.g. emptied by hand)
                 shutil.rmtree(classes)
             staging.rename(classes)
         finally:
             shutil.rmtree(staging, ignore_errors=True)
-    return classes, classpath
+    return classes
 
 
 def classes_jar(classes: Path) -> Path:
