@@ -2,8 +2,9 @@
 # Installs the project with its test extras into ./.venv and runs every check: lint, types, all tests.
 #
 # The integration suite runs against real peers, fetched at test time into a cache outside the work tree
-# ($RMQ_IT_CACHE, default ~/.cache/rocketmq-toolkit-it): Apache RocketMQ's servers, mqadmin and Java client
-# from Maven Central (mvn), the Go client from the Go module proxy (go build), the C++ client from PyPI, and a
+# ($RMQ_IT_CACHE, default ~/.cache/rocketmq-toolkit-it): Apache RocketMQ's servers, Proxy, mqadmin, Java client
+# and Java gRPC client from Maven Central (mvn), the Go client from the Go module proxy (go build), the C++
+# client and the Python gRPC SDK from PyPI, and a
 # Docker image built here from the same jars (a Docker engine is started when none answers; it is stopped
 # again at the end). In CI (CI=true) a peer that cannot run fails its tests instead of skipping them.
 set -euo pipefail
