@@ -6,7 +6,7 @@ The proxy (``rocketmq-proxy`` 5.5.0 from Maven Central, cluster mode) drives the
 ``rocketmq-client-java``) reach the cluster only through it. For each message type a topic is created with
 its ``message.type`` (the proxy refuses a message whose type its topic does not accept); each SDK's
 producer sends normal, FIFO, delay and transactional messages (one of them rolled back), and its
-SimpleConsumer (receive + ack) and PushConsumer read them back. :func:`expect_every_type` holds what both
+SimpleConsumer (receive + ack) and PushConsumer read them back. ``expect_every_type`` holds what both
 SDKs must see: every message once, a delay message no earlier than its time, FIFO messages of one message
 group in their send order, never the rolled-back one.
 """
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -27,20 +27,15 @@ from tests.integration.clusters.fixture import PROVIDERS, skip_or_fail
 from tests.integration.clusters.launch import Launch
 from tests.integration.clusters.model import Cluster, ProviderUnavailable, unique_name
 from tests.integration.grpc_peer import java, runner
+from tests.integration.grpc_peer.expectations import KINDS, expect_every_type
 
 pytestmark = pytest.mark.integration
 
 #: Apache's newest servers (the control) and the project's servers.
 SETUPS = [s for s in PROVIDERS if s.id in ("binaries-5.5.0", "python")]
 PROXY_RELEASE = "5.5.0"
-KINDS = ("normal", "fifo", "delay", "transaction")
 COUNT = 4
 DELAY_MS = 3000
-#: A received delay message may carry a store time up to this much before its due time (Apache floors a
-#: timer to its precision, 1 s).
-PRECISION_MS = 1000
-#: Both peers send one transactional message with this body and roll it back.
-ROLLBACK_BODY = "grpc transaction rollback"
 READ_TIMEOUT_S = 45.0
 
 
@@ -71,34 +66,6 @@ async def _topics(cluster: Cluster) -> dict[str, str]:
                 attributes={"message.type": kind.upper()},
             )
     return topics
-
-
-def expect_every_type(
-    sdk: str,
-    sent: Mapping[str, Sequence[dict[str, Any]]],
-    received: Mapping[str, Sequence[dict[str, Any]]],
-    rolled_back: Sequence[dict[str, Any]],
-    describe: Mapping[str, str],
-) -> None:
-    """What every SDK must see through the proxy, per message type: ``sent`` and ``received`` are the peer's
-    events of that type (``describe`` says how its runs ended, for the failure message)."""
-    assert len(rolled_back) == 1, f"{sdk}: no rolled-back transaction was sent; {describe['transaction']}"
-    for kind in KINDS:
-        assert len(sent[kind]) == COUNT, f"{sdk} {kind}: sent {sent[kind]}; {describe[kind]}"
-        bodies = [e["body"] for e in received[kind]]
-        assert ROLLBACK_BODY not in bodies, f"{sdk}: a rolled-back transactional message arrived: {bodies}"
-        expected = [f"grpc {kind} {i}" for i in range(COUNT)]
-        assert sorted(bodies) == sorted(expected), f"{sdk} {kind}: got {bodies}; {describe[kind]}"
-        if kind == "delay":
-            due = {f"grpc delay {e['index']}": e["due_ms"] for e in sent[kind]}
-            for e in received[kind]:
-                assert e["at_ms"] >= due[e["body"]] - PRECISION_MS, f"{sdk}: delay message came early: {e}"
-        if kind == "fifo":
-            for group in ("group-0", "group-1"):
-                in_group = [e["body"] for e in received[kind] if e["group"] == group]
-                assert len(in_group) == COUNT // 2, f"{sdk}: group {group} got {in_group}"
-                ordered = sorted(in_group, key=lambda b: int(b.rsplit(" ", 1)[1]))
-                assert in_group == ordered, f"{sdk}: group {group} out of order: {in_group}"
 
 
 @pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
@@ -144,6 +111,7 @@ def test_the_python_grpc_sdk_sends_every_type_and_receives_them_through_the_prox
 
     expect_every_type(
         "Python SDK",
+        COUNT,
         {kind: run.of("sent") for kind, run in sent.items()},
         {kind: run.of("received") for kind, run in read.items()},
         sent["transaction"].of("rolled_back"),
@@ -174,6 +142,7 @@ def test_the_java_grpc_client_sends_every_type_and_receives_them_through_the_pro
 
     expect_every_type(
         "Java client",
+        COUNT,
         {kind: of_kind("sent", kind) for kind in KINDS},
         {kind: of_kind("received", kind) for kind in KINDS},
         run.of("rolled_back"),
