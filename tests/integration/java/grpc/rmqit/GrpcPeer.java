@@ -132,8 +132,8 @@ public final class GrpcPeer {
     private int run() throws Exception {
         ClientServiceProvider provider = ClientServiceProvider.loadService();
         long deadline = System.currentTimeMillis() + timeoutMs;
-        // Every client starts at once (each start is a few round trips and much class loading), and the
-        // consumers are up before the first send, so where a new group starts reading does not matter.
+        // Every client starts at once: each start is a few round trips to the proxy and much class loading,
+        // seconds on a busy machine when done one after another.
         ExecutorService starting = Executors.newFixedThreadPool(KINDS.length + 1);
         Future<Producer> producerStart = starting.submit(() -> producer(provider));
         Map<String, Future<SimpleConsumer>> simpleStarts = new LinkedHashMap<>();
