@@ -9,7 +9,9 @@ a value outside the attribute's range and a change to an unchangeable attribute 
 
 The broker keeps attributes and serves them (GET_TOPIC_CONFIG, topics.json, registration); it does not check
 a message's type against its topic's on send, as Apache's broker does not (Apache's Proxy does, and reads
-the type from this broker).
+the type from this broker). The one attribute a send is checked against is ``cleanup.policy``: a compacted
+topic keeps the newest message per key, so Apache's broker refuses a message without keys to it
+(:data:`KEY_MISSING_REMARK`).
 """
 
 from __future__ import annotations
@@ -20,10 +22,14 @@ from dataclasses import dataclass
 from rocketmq_wire.javahash import hashmap_order
 
 MESSAGE_TYPE = "message.type"
+CLEANUP_POLICY = "cleanup.policy"
 MIXED = "MIXED"
 #: Apache's answer (INVALID_PARAMETER) to a MIXED topic while ``enableMixedMessageType`` is off.
 MIXED_REFUSAL = "MIXED message type is not supported."
 JAVA_LONG_MAX = (1 << 63) - 1
+#: Apache's answer (MESSAGE_ILLEGAL) to a single send without keys to a topic whose cleanup policy is
+#: COMPACTION (batches are not checked, as Apache checks only ``sendMessage``).
+KEY_MISSING_REMARK = "Required message key is missing"
 
 
 class AttributeRefused(Exception):
@@ -63,7 +69,7 @@ class _LongRangeAttribute:
 #: Apache's ``TopicAttributes.ALL``.
 ATTRIBUTES: Mapping[str, _EnumAttribute | _LongRangeAttribute] = {
     "queue.type": _EnumAttribute(False, ("BatchCQ", "SimpleCQ")),
-    "cleanup.policy": _EnumAttribute(False, ("DELETE", "COMPACTION")),
+    CLEANUP_POLICY: _EnumAttribute(False, ("DELETE", "COMPACTION")),
     MESSAGE_TYPE: _EnumAttribute(True, ("UNSPECIFIED", "NORMAL", "FIFO", "DELAY", "TRANSACTION", MIXED)),
     "reserve.time": _LongRangeAttribute(True, -1, JAVA_LONG_MAX),
 }
@@ -141,3 +147,14 @@ def _validate(changes: Mapping[str, str], *, initial: bool, removing: bool) -> N
             raise AttributeRefused(f"attempt to update an unchangeable attribute. key: {name}")
         if not removing:
             attribute.verify(value)
+
+
+def is_compacted(attributes: Mapping[str, str] | None) -> bool:
+    """Whether a topic with these attributes is compacted (no attribute means DELETE, the default)."""
+    return attributes is not None and attributes.get(CLEANUP_POLICY) == "COMPACTION"
+
+
+def keys_missing(keys: str | None) -> bool:
+    """Whether a message's ``KEYS`` property counts as no key for a compacted topic: Apache's
+    ``StringUtils.isBlank`` (absent, empty or only whitespace)."""
+    return keys is None or not keys.strip()

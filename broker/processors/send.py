@@ -29,6 +29,7 @@ from broker.stats import BrokerStats, message_type
 from broker.store import PutMessageResult, PutMessageStatus
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.timer import TimerMessageService, TimerRefusal
+from broker.topic_attributes import KEY_MISSING_REMARK, is_compacted, keys_missing
 from broker.topic_config_manager import TopicConfigManager, describe
 from broker.transaction import TransactionalMessageService
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode, topics
@@ -255,6 +256,9 @@ class SendMessageProcessor:
                 return diverted
             if diverted is not None:
                 topic, queue_id = diverted
+        # Judged by the topic the producer named (a retry topic, not its dead-letter topic), as Apache does.
+        if is_compacted(topic_config.attributes) and keys_missing(properties.get(const.KEYS)):
+            return self._answer(request, ResponseCode.MESSAGE_ILLEGAL, KEY_MISSING_REMARK)
 
         sys_flag = int(header.sys_flag or 0)
         if topic_config.topic_filter_type == "MULTI_TAG":

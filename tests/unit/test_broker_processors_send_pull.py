@@ -37,7 +37,13 @@ async def parts(tmp_path: Path) -> AsyncIterator[BrokerParts]:
 
 
 def send_request(
-    topic: str, body: bytes, *, queue_id: int = 0, reconsume_times: int = 0, batch: bool = False
+    topic: str,
+    body: bytes,
+    *,
+    queue_id: int = 0,
+    reconsume_times: int = 0,
+    batch: bool = False,
+    keys: tuple[str, ...] = (),
 ) -> RemotingCommand:
     header = SendMessageRequestHeaderV2(
         producer_group="PartsProducer",
@@ -48,7 +54,7 @@ def send_request(
         sys_flag=0,
         born_timestamp=1,
         flag=0,
-        properties=message_properties("TagA"),
+        properties=message_properties("TagA", keys),
         reconsume_times=reconsume_times,
         unit_mode=False,
         batch=batch,
@@ -120,6 +126,32 @@ async def test_a_retry_past_its_limit_goes_to_the_dead_letter_topic(parts: Broke
     assert dlq in parts.metadata.topics
     assert parts.storage.store.get_max_offset(dlq, 0) == 1
     assert parts.storage.store.get_max_offset(retry, 0) == 0
+
+
+async def test_a_compacted_topic_refuses_a_message_without_keys_as_apache_does(parts: BrokerParts) -> None:
+    compacted = "PartsCompacted"
+    parts.metadata.topics.update(
+        TopicConfig(
+            topic_name=compacted,
+            read_queue_nums=1,
+            write_queue_nums=1,
+            attributes={"cleanup.policy": "COMPACTION"},
+        )
+    )
+    processor = send_processor(parts)
+    for keys in ((), (" ",)):
+        refused = await call(processor, send_request(compacted, b"no key", keys=keys))
+        assert (refused.code, refused.remark) == (
+            ResponseCode.MESSAGE_ILLEGAL,
+            "Required message key is missing",
+        )
+    assert parts.storage.store.get_max_offset(compacted, 0) == 0
+    kept = await call(processor, send_request(compacted, b"keyed", keys=("k1",)))
+    assert kept.code == ResponseCode.SUCCESS, kept.remark
+    # a topic that deletes by time takes messages without keys, as before
+    plain = await call(processor, send_request(TOPIC, b"no key"))
+    assert plain.code == ResponseCode.SUCCESS, plain.remark
+    assert parts.storage.store.get_max_offset(compacted, 0) == 1
 
 
 async def test_a_batch_is_stored_message_by_message(parts: BrokerParts) -> None:
