@@ -152,6 +152,34 @@ def _apache_and_python_brokers(release: ApacheRelease) -> Starter:
     return start
 
 
+def _apache_and_python_brokers_on_python_namesrv(release: ApacheRelease) -> Starter:
+    """The project's NameServer with two masters in one cluster: Apache's (``it-broker-a``) and the
+    project's (``it-broker-b``)."""
+
+    def start(launch: Launch) -> Started:
+        namesrv = python_servers.start_namesrv(launch, _profile(release))
+        servers.start_broker(launch, release, namesrv.addr)
+        python_servers.start_broker(launch, namesrv.addr, broker_name=SECOND_BROKER_NAME)
+        return Started(namesrv, ((BROKER_NAME, release.version), (SECOND_BROKER_NAME, "python")))
+
+    return start
+
+
+def all_servers_mixed_spec(release: ApacheRelease) -> ProviderSpec:
+    """One cluster of the project's NameServer, an Apache ``release`` broker and the project's broker.
+
+    Not among :func:`provider_specs` (every scenario on the shared ``cluster`` would run on it): a module
+    that needs it starts it for itself (:func:`~tests.integration.clusters.fixture.running_cluster`)."""
+    return ProviderSpec(
+        f"mixed-apache-{release.version}-and-python-brokers-on-python-namesrv",
+        "mixed",
+        _apache_and_python_brokers_on_python_namesrv(release),
+        JAVA_REGISTER_S,
+        functools.partial(java_unavailable, release),
+        release,
+    )
+
+
 def _docker(release: ApacheRelease) -> Starter:
     def start(launch: Launch) -> Started:
         namesrv = apache_docker.start_namesrv(launch, release)

@@ -7,6 +7,8 @@ creates its topic on every master first and waits until the NameServer routes it
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from admin import Admin, TopicNotFoundError
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.probe import eventually
@@ -18,13 +20,20 @@ CONVERGE_S = 40.0
 CREATE_TIMEOUT_MS = 10_000
 
 
-async def create_on_every_broker(cluster: Cluster, prefix: str, queues: int = 4) -> str:
-    """A new topic named after ``prefix`` with ``queues`` queues on each master, routed to all of them."""
+async def create_on_every_broker(
+    cluster: Cluster, prefix: str, queues: int = 4, attributes: Mapping[str, str] | None = None
+) -> str:
+    """A new topic named after ``prefix`` with ``queues`` queues on each master, routed to all of them;
+    ``attributes`` are its 5.x topic attributes (``{"message.type": "FIFO"}``)."""
     topic = unique_name(prefix)
     expected = sorted((b.name, queues) for b in cluster.brokers)
     async with Admin(cluster.namesrv, timeout_ms=CREATE_TIMEOUT_MS) as admin:
         await admin.create_topic(
-            topic, cluster=cluster.cluster_name, read_queue_nums=queues, write_queue_nums=queues
+            topic,
+            cluster=cluster.cluster_name,
+            read_queue_nums=queues,
+            write_queue_nums=queues,
+            attributes=attributes,
         )
         await eventually(
             lambda: admin.topic_route(topic),

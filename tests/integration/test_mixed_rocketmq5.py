@@ -1,0 +1,127 @@
+"""RocketMQ 5 features in one cluster of Apache 5.5.0's broker and the project's broker, on the project's
+NameServer: every topic and group below spans both brokers, and whatever one broker does the other must do
+the same (a difference is a bug in the project's broker).
+
+* **Timer messages and recall.** The project's producer sends timer messages (a delivery time, a delay) to
+  each broker and recalls one on each: every other one is stored in its topic on the broker it was sent to,
+  no earlier than its time, once; neither recalled one ever is.
+* **POP.** One group pops a topic on both brokers: it receives from both, acknowledges most, lets one
+  message per broker run out of invisible time, shortens another's (CHANGE_INVISIBLE_TIME) and extends a
+  third's before acknowledging it. The first two come back from their broker one delivery later; nothing is
+  lost, nothing acknowledged comes back.
+* **Topic attributes.** A FIFO topic's attributes read the same on both; both store a normal message sent
+  to it (the message type is checked by Apache's Proxy, not its broker). A compacted topic
+  (``cleanup.policy=COMPACTION``) refuses a message without keys on both with Apache's code and remark.
+* **SQL92.** The same messages go to both brokers; one SQL92 subscription gets the same ones from each.
+* **Request-reply.** Requests to one broker are answered with replies that the reply topic's round robin
+  sends through either broker: each reaches its requester, also when the broker that stores the reply is
+  not the one the request went to.
+
+Not here: ACL 2.0. Apache reads ``authenticationEnabled`` / ``authorizationEnabled`` only at start (its
+``AuthConfig`` is not among the settings ``updateBrokerConfig`` changes), so it would take a second cluster
+start, or every client above signing; ``test_acl2.py`` holds the project's broker to Apache's case by case.
+
+One cluster start for the module (one JVM: Apache's broker); the scenarios run on it one after another.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from admin import Admin
+from producer import Message, MessageQueue, Producer, SendResult
+from rocketmq_wire.message import MessageExt
+from tests.integration.apache.releases import DEFAULT_RELEASES
+from tests.integration.clusters.fixture import running_cluster
+from tests.integration.clusters.model import Cluster, unique_name
+from tests.integration.clusters.providers import all_servers_mixed_spec, selected_families
+from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.topics import create_on_every_broker
+
+pytestmark = pytest.mark.integration
+
+#: Apache's newest 5.x release, whose broker joins the project's.
+RELEASE = DEFAULT_RELEASES[-1]
+#: A broker floors a delivery time to its ``timerPrecisionMs`` (1 s): a message may come this much early.
+PRECISION_MS = 1000
+#: How late a delivered timer message may be stored on a loaded 2-core machine.
+LATE_MS = 10_000
+#: Apache's remark for a send without keys to a compacted topic.
+KEY_MISSING = "Required message key is missing"
+DEADLINE_S = 60.0
+
+
+@pytest.fixture(scope="module")
+def mixed() -> Iterator[Cluster]:
+    """The module's own cluster: the project's NameServer, Apache's 5.5.0 broker and the project's."""
+    if "mixed" not in selected_families():
+        pytest.skip("the mixed providers are not selected (ROCKETMQ_PROVIDERS)")
+    with running_cluster(all_servers_mixed_spec(RELEASE), "rmq-mixed5") as (running, _launch):
+        yield running
+
+
+def _now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def _broker_of(cluster: Cluster, message: MessageExt) -> str:
+    """The name of the broker that stored ``message`` (its store host is the broker's address)."""
+    return next(b.name for b in cluster.brokers if b.addr == message.store_host)
+
+
+async def _queue_per_broker(producer: Producer, topic: str) -> dict[str, MessageQueue]:
+    """One queue of ``topic`` on each broker, by broker name: sends to it land on that broker."""
+    queues = await producer.fetch_publish_queues(topic)
+    return {q.broker_name: q for q in sorted(queues, key=lambda q: q.queue_id, reverse=True)}
+
+
+async def _set_on_every_broker(cluster: Cluster, settings: dict[str, str]) -> None:
+    """A broker setting changed live, as an operator would (``updateBrokerConfig``)."""
+    async with Admin(cluster.namesrv) as admin:
+        for broker in cluster.brokers:
+            await admin.update_broker_config(broker.addr, settings)
+
+
+async def test_timer_messages_land_on_time_on_both_brokers_and_recalled_ones_never(mixed: Cluster) -> None:
+    cluster = mixed
+    # Apache's brokers refuse recalls unless the operator allows them (off by default).
+    await _set_on_every_broker(cluster, {"recallMessageEnable": "true"})
+    topic = await create_on_every_broker(cluster, "MixTimer", queues=2)
+    absolute: dict[bytes, int] = {}
+    delayed: dict[bytes, int] = {}
+    sent_to: dict[bytes, str] = {}
+    async with Producer(unique_name("MixTimerPg"), cluster.namesrv) as producer:
+        queues = await _queue_per_broker(producer, topic)
+        assert sorted(queues) == sorted(b.name for b in cluster.brokers)
+        start = _now_ms()
+        recalled_due = start + 5_000
+        for broker, queue in queues.items():
+            at, after, doomed = (f"{broker} {what}".encode() for what in ("deliver-at", "delay", "recalled"))
+            absolute[at] = start + 4_000
+            delayed[after] = 3_000
+            results: list[SendResult] = [
+                await producer.send(Message(topic, at, deliver_time_ms=absolute[at]), queue=queue),
+                await producer.send(Message(topic, after, delay_time_sec=3), queue=queue),
+                await producer.send(Message(topic, doomed, deliver_time_ms=recalled_due), queue=queue),
+            ]
+            assert [r.message_queue.broker_name for r in results] == [broker] * 3
+            sent_to.update({at: broker, after: broker})
+            victim = results[2]
+            assert victim.recall_handle, f"{broker} answered a timer message without a recall handle"
+            assert await producer.recall(topic, victim.recall_handle) == victim.msg_id
+
+    # What the topic holds once every delivery time, the recalled ones' included, is well past.
+    await asyncio.sleep(max(0.0, (recalled_due + 2 * PRECISION_MS - _now_ms()) / 1000))
+    stored = await read_topic(cluster.namesrv, topic, len(sent_to), timeout_s=LATE_MS / 1000)
+    bodies = [m.body for m in stored]
+    assert sorted(bodies) == sorted(sent_to), "every timer message once, no recalled one"
+    for message in stored:
+        assert _broker_of(cluster, message) == sent_to[message.body], "delivered by the broker it was sent to"
+        due_ms = absolute.get(message.body) or message.born_timestamp + delayed[message.body]
+        early, late = due_ms - message.store_timestamp, message.store_timestamp - due_ms
+        assert early <= PRECISION_MS, f"{message.body!r} stored {early} ms before its time"
+        assert late <= LATE_MS, f"{message.body!r} stored {late} ms after its time"
