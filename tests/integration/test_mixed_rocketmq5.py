@@ -33,7 +33,9 @@ from collections.abc import Iterator
 import pytest
 
 from admin import Admin
-from producer import Message, MessageQueue, Producer, SendResult
+from consumer import ConsumeStatus, PullConsumer, PushConsumer, SimpleConsumer
+from producer import BrokerError, Message, MessageQueue, Producer, SendResult
+from rocketmq_wire import ResponseCode
 from rocketmq_wire.message import MessageExt
 from tests.integration.apache.releases import DEFAULT_RELEASES
 from tests.integration.clusters.fixture import running_cluster
@@ -125,3 +127,149 @@ async def test_timer_messages_land_on_time_on_both_brokers_and_recalled_ones_nev
         early, late = due_ms - message.store_timestamp, message.store_timestamp - due_ms
         assert early <= PRECISION_MS, f"{message.body!r} stored {early} ms before its time"
         assert late <= LATE_MS, f"{message.body!r} stored {late} ms after its time"
+
+
+async def test_one_pop_group_over_both_brokers_loses_nothing_and_redelivers_only_the_unacked(
+    mixed: Cluster,
+) -> None:
+    cluster = mixed
+    topic = await create_on_every_broker(cluster, "MixPop", queues=2)
+    per_broker = 6
+    sent_to: dict[bytes, str] = {}
+    async with Producer(unique_name("MixPopPg"), cluster.namesrv) as producer:
+        for broker, queue in (await _queue_per_broker(producer, topic)).items():
+            for i in range(per_broker):
+                body = f"{broker} pop {i}".encode()
+                result = await producer.send(Message(topic, body), queue=queue)
+                assert result.message_queue.broker_name == broker
+                sent_to[body] = broker
+    # Per broker: message 0 is left to run out of its invisible time, message 1 is made visible again
+    # sooner (CHANGE_INVISIBLE_TIME), message 2 is hidden longer and then acknowledged with its new handle.
+    left = {body for body in sent_to if body.endswith(b" pop 0")}
+    shortened = {body for body in sent_to if body.endswith(b" pop 1")}
+    extended = {body for body in sent_to if body.endswith(b" pop 2")}
+    deliveries: list[tuple[bytes, int, str]] = []
+    acked: list[bytes] = []
+    async with SimpleConsumer(
+        unique_name("MixPopCg"),
+        cluster.namesrv,
+        consume_from="FIRST_OFFSET",
+        invisible_duration=4,
+        await_duration=1,
+    ) as consumer:
+        consumer.subscribe(topic)
+        deadline = time.monotonic() + DEADLINE_S
+        while set(acked) != set(sent_to) and time.monotonic() < deadline:
+            done = []
+            for message in await consumer.receive(16):
+                deliveries.append((message.body, message.reconsume_times, _broker_of(cluster, message)))
+                first = message.reconsume_times == 0
+                if first and message.body in left:
+                    continue
+                if first and message.body in shortened:
+                    await consumer.change_invisible_duration(message, 1)
+                    continue
+                if first and message.body in extended:
+                    await consumer.change_invisible_duration(message, 30)
+                done.append(message)
+            if done:
+                await consumer.ack(done)
+                acked += [m.body for m in done]
+        # Nothing acknowledged comes back, also once every invisible time above (but the extended one,
+        # already acknowledged) has run out.
+        await asyncio.sleep(1)
+        late = await consumer.receive(16, await_duration=3)
+    assert not late, f"delivered again after every message was acknowledged: {[m.body for m in late]}"
+    assert sorted(acked) == sorted(sent_to), "every message acknowledged once"
+    assert {broker for _, _, broker in deliveries} == {b.name for b in cluster.brokers}
+    for body, _, broker in deliveries:
+        assert broker == sent_to[body], f"{body!r} delivered by {broker}, sent to {sent_to[body]}"
+    again = sorted(body for body, times, _ in deliveries if times > 0)
+    assert again == sorted(left | shortened), "only the unacknowledged came back, each once"
+    assert all(times == 1 for body, times, _ in deliveries if times > 0), deliveries
+
+
+async def test_attributes_sql92_and_replies_are_the_same_through_either_broker(mixed: Cluster) -> None:
+    cluster = mixed
+    names = sorted(b.name for b in cluster.brokers)
+    # -- topic attributes: read the same on both; checked on send as Apache's broker checks them
+    fifo = await create_on_every_broker(cluster, "MixFifo", queues=1, attributes={"message.type": "FIFO"})
+    compacted = await create_on_every_broker(
+        cluster, "MixCompact", queues=1, attributes={"cleanup.policy": "COMPACTION"}
+    )
+    async with Admin(cluster.namesrv) as admin:
+        for endpoint in cluster.brokers:
+            assert (await admin.topic_config(fifo, endpoint.addr)).attributes == {"message.type": "FIFO"}
+            config = await admin.topic_config(compacted, endpoint.addr)
+            assert config.attributes == {"cleanup.policy": "COMPACTION"}
+    async with Producer(unique_name("MixAttrPg"), cluster.namesrv) as producer:
+        for broker, queue in (await _queue_per_broker(producer, fifo)).items():
+            # a normal message to a FIFO topic: Apache's broker leaves the type check to its Proxy
+            stored = await producer.send(Message(fifo, f"{broker} normal".encode()), queue=queue)
+            assert stored.message_queue.broker_name == broker
+        refusals: dict[str, tuple[int, str | None]] = {}
+        for broker, queue in (await _queue_per_broker(producer, compacted)).items():
+            with pytest.raises(BrokerError) as refused:
+                await producer.send(Message(compacted, b"no key"), queue=queue)
+            refusals[broker] = (refused.value.code, refused.value.remark)
+            keyed = await producer.send(Message(compacted, b"keyed", keys=["k1"]), queue=queue)
+            assert keyed.message_queue.broker_name == broker
+    assert refusals == {name: (ResponseCode.MESSAGE_ILLEGAL, KEY_MISSING) for name in names}
+
+    # -- SQL92: the same messages on both brokers, one subscription, the same selection from each
+    await _set_on_every_broker(cluster, {"enablePropertyFilter": "true"})
+    topic = await create_on_every_broker(cluster, "MixSql", queues=1)
+    count = 12
+
+    def properties(i: int) -> dict[str, str]:
+        found = {"seq": str(i), "a": str(i % 7)}
+        if i % 3:
+            found["region"] = ("eu", "us")[i % 2]
+        return found
+
+    sql = "a > 2 AND region = 'eu'"
+    wanted = sorted(i for i in range(count) if i % 7 > 2 and i % 3 and i % 2 == 0)
+    assert wanted, "the expression selects something"
+    async with Producer(unique_name("MixSqlPg"), cluster.namesrv) as producer:
+        for queue in (await _queue_per_broker(producer, topic)).values():
+            for i in range(count):
+                await producer.send(
+                    Message(topic, f"sql {i}".encode(), properties=properties(i)), queue=queue
+                )
+    selected: dict[str, list[int]] = {name: [] for name in names}
+    consumer = PullConsumer(unique_name("MixSqlCg"), cluster.namesrv, consume_from="FIRST_OFFSET")
+    consumer.subscribe(topic, sql=sql)
+    async with consumer:
+        deadline = time.monotonic() + DEADLINE_S
+        while sum(map(len, selected.values())) < 2 * len(wanted) and time.monotonic() < deadline:
+            for message in await consumer.poll(0.5):
+                selected[_broker_of(cluster, message)].append(int(message.properties["seq"]))
+        # more than the selection would show up by now
+        for message in await consumer.poll(1.0):
+            selected[_broker_of(cluster, message)].append(int(message.properties["seq"]))
+    assert {name: sorted(seqs) for name, seqs in selected.items()} == {name: wanted for name in names}
+
+    # -- request-reply: requests to one broker, replies through both (the reply topic's round robin)
+    requests = await create_on_every_broker(cluster, "MixRequest", queues=1)
+    reply_via: dict[bytes, str] = {}
+    async with Producer(unique_name("MixReplyPg"), cluster.namesrv) as replier:
+        responder = PushConsumer(unique_name("MixReplyCg"), cluster.namesrv, consume_from="FIRST_OFFSET")
+        responder.subscribe(requests, "*")
+
+        async def answer(messages: list[MessageExt], context: object) -> ConsumeStatus:
+            for request in messages:
+                sent = await replier.reply(request, b"reply:" + request.body)
+                reply_via[request.body] = sent.message_queue.broker_name
+            return ConsumeStatus.CONSUME_SUCCESS
+
+        responder.register_listener(answer)
+        async with responder, Producer(unique_name("MixRequestPg"), cluster.namesrv) as requester:
+            queues = await _queue_per_broker(requester, requests)
+            for broker, queue in queues.items():
+                for i in range(4):
+                    body = f"{broker} request {i}".encode()
+                    reply = await requester.request(Message(requests, body), 15_000, queue=queue)
+                    assert reply.body == b"reply:" + body
+    crossings = {(body.split(b" ")[0].decode(), via) for body, via in reply_via.items()}
+    assert len(reply_via) == 8
+    assert crossings == {(a, b) for a in names for b in names}, "replies through both brokers, either way"
