@@ -327,6 +327,8 @@ class PopService:
         properties = dict(original.properties)
         if original.reconsume_times == 0 or const.FIRST_POP_TIME not in properties:
             properties[const.FIRST_POP_TIME] = str(ck.pop_time)
+        # Apache 5.5's revive names the group (5.3 did not); clients see it on the redelivered message.
+        properties[const.ORIGIN_GROUP] = group
         message = MessageExt(
             topic=retry_topic,
             body=original.body,

@@ -46,6 +46,8 @@ REAL_QID: Final = "REAL_QID"
 MIN_OFFSET: Final = "MIN_OFFSET"
 MAX_OFFSET: Final = "MAX_OFFSET"
 ORIGIN_MESSAGE_ID: Final = "ORIGIN_MESSAGE_ID"
+#: The group a POP message was revived for (5.5 on): the retry topic is shared by name only.
+ORIGIN_GROUP: Final = "ORIGIN_GROUP"
 TRANSFER_FLAG: Final = "TRANSFER_FLAG"
 CORRECTION_FLAG: Final = "CORRECTION_FLAG"
 MQ2_FLAG: Final = "MQ2_FLAG"

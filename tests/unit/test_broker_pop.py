@@ -37,6 +37,7 @@ from consumer.pop_requests import (
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.topic_config import TopicConfig
 from rocketmq_wire.headers.pop import NotificationRequestHeader, NotificationResponseHeader
+from rocketmq_wire.message import const
 from rocketmq_wire.message.stored import MessageExt
 from rocketmq_wire.pop_extra import pop_retry_topic
 from tests.unit.broker_processor_helpers import call, wire_request
@@ -193,6 +194,9 @@ async def test_unacked_messages_come_back_from_the_retry_topic_one_delivery_late
     assert result is not None and [(m.body, m.topic, m.reconsume_times) for m in result.messages] == [
         (b"m2", TOPIC, 1)
     ]
+    # As Apache 5.5's revive: the redelivered message names its group and keeps its first pop time.
+    assert result.messages[0].properties[const.ORIGIN_GROUP] == GROUP
+    assert const.FIRST_POP_TIME in result.messages[0].properties
     handle = receipt_handle(result.messages[0])
     assert handle.retry == "1"
     answer = await call(ack, ack_request(handle, group=GROUP, topic=TOPIC))
