@@ -10,7 +10,9 @@ What waits is indexed compactly (:mod:`broker.timer_index`, eight bytes per pend
 per slot), rebuilt on start by reading the timer queue from the durable checkpoint on; see
 :mod:`broker.store.timer_log` for how a delivery is made to happen exactly once across a crash. A delivered
 copy keeps the original's properties (``UNIQ_KEY`` among them, so its message id is the one the sender got)
-but ``REAL_TOPIC`` / ``REAL_QID``, and gains ``TIMER_ENQUEUE_MS`` / ``TIMER_DEQUEUE_MS``, as Apache's does.
+and gains ``TIMER_ENQUEUE_MS`` / ``TIMER_DEQUEUE_MS``, as Apache's does. ``REAL_TOPIC`` / ``REAL_QID`` stay
+in the stored copy too: Apache's ``convertMessage`` writes the properties string before it takes them out
+of the map, so its consumers see them (5.3.3 and 5.5.0 alike).
 
 A recall (RECALL_MESSAGE) is itself a timer message carrying ``TIMER_DEL_UNIQKEY`` for the same slot; when
 the slot falls due, every message whose ``REAL_TOPIC+UNIQ_KEY`` one of the slot's markers names is dropped.
@@ -446,8 +448,8 @@ class TimerMessageService:
     def _copy_of(self, message: MessageExt) -> MessageExt | None:
         """The message as delivered to its real queue (None when that topic is gone)."""
         props = dict(message.properties)
-        real_topic = props.pop(const.REAL_TOPIC, "")
-        real_qid = props.pop(const.REAL_QID, "")
+        real_topic = props.get(const.REAL_TOPIC, "")
+        real_qid = props.get(const.REAL_QID, "")
         if not real_topic or not real_qid.isdigit() or not self._topic_exists(real_topic):
             log.warning(
                 "dropping timer message %s: its topic %r is unknown", props.get(const.UNIQ_KEY), real_topic
