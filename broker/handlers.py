@@ -216,7 +216,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.QUERY_CONSUME_QUEUE: QueryConsumeQueueProcessor(consumers=consumers, store=store),
         # topic administration
         RequestCode.UPDATE_AND_CREATE_TOPIC: UpdateAndCreateTopicProcessor(
-            config=config, topics=topics, announcer=announcer
+            config=config, topics=topics, announcer=announcer, stats=parts.stats
         ),
         RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicProcessor(config=config, topics=topics, store=store),
         RequestCode.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigProcessor(topics=topics),
@@ -265,7 +265,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.CONSUME_MESSAGE_DIRECTLY: relay,
         # subscription groups
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: UpdateAndCreateSubscriptionGroupProcessor(
-            config=config, groups=groups
+            config=config, groups=groups, stats=parts.stats
         ),
         RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigProcessor(groups=groups),
         RequestCode.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupProcessor(

@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 
 from broker.clock import Clock
+from broker.histogram import HistogramTable
 from rocketmq_wire.message import const
 from rocketmq_wire.message.stored import MessageExt
 
@@ -17,6 +18,9 @@ _DAY_MS = 86_400_000
 
 #: Apache's buckets for ``rocketmq_message_size``: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
 MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
+
+#: Apache's buckets for the creation times of topics and subscription groups (ms): 10 ms to 5 s.
+CREATE_TIME_BOUNDS = (10, 100, 1000, 3000, 5000)
 
 _DELAY_PROPERTIES = (
     "__STARTDELIVERTIME",
@@ -70,6 +74,10 @@ class BrokerStats:
         self.pull_offsets: dict[tuple[str, str, int], int] = {}
         #: Per (group, topic): messages sent to the group's dead-letter queue.
         self.dead_lettered: dict[tuple[str, str], int] = {}
+        #: UPDATE_AND_CREATE_TOPIC's time (ms) per (invocation status, is_system flag).
+        self.topic_create = HistogramTable(CREATE_TIME_BOUNDS)
+        #: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's time (ms) per (invocation status,).
+        self.group_create = HistogramTable(CREATE_TIME_BOUNDS)
 
     def _roll(self) -> None:
         now = self._clock.now_ms()

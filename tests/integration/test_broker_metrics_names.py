@@ -16,11 +16,17 @@ from pathlib import Path
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
 
-from broker.testing import BrokerClient, running_broker
-from rocketmq_wire import ResponseCode
+from broker.testing import BrokerClient, message_properties, running_broker
+from consumer.pop_requests import INIT_MODE_MIN, PopSpec, ack_request, parse_pop_response, pop_request, receipt_handle
+from rocketmq_wire import RequestCode, ResponseCode
+from rocketmq_wire.bodies.subscription_group import SubscriptionGroupConfig
+from rocketmq_wire.headers.transaction import EndTransactionRequestHeader, TransactionType
+from rocketmq_wire.message import const, sysflag
+from rocketmq_wire.message.ids import decode_offset_msg_id
 from tests.integration.apache import servers
 from tests.integration.clusters.fixture import skip_or_fail
 from tests.integration.clusters.launch import Launch
+from tests.integration.clusters.model import BROKER_NAME
 from tests.integration.clusters.processes import free_port
 from tests.integration.clusters.providers import provider_specs
 
@@ -29,6 +35,10 @@ pytestmark = [pytest.mark.integration]
 PROVIDER = "binaries-5.5.0"
 TOPIC = "MetricsNamesTopic"
 GROUP = "metrics-names-group"
+POP_TOPIC = "MetricsNamesPopTopic"
+POP_GROUP = "metrics-names-pop-group"
+TX_GROUP = "metrics-names-tx-group"
+TIMER_SETTLE_S = 3.0
 #: Apache's families this broker does not export, each for a reason given in docs/observability.md.
 KNOWN_MISSING = {
     "rocketmq_rpc_latency_milliseconds",
@@ -58,12 +68,64 @@ def shape(text: str) -> Shape:
     return found
 
 
-async def traffic(address: str) -> None:
+async def _transaction(client: BrokerClient, kind: TransactionType, body: bytes) -> None:
+    """A half message and its verdict, as a transactional producer sends them."""
+    properties = message_properties(extra={const.TRAN_MSG: "true", const.PGROUP: TX_GROUP})
+    sent = await client.send(
+        TOPIC, body, properties=properties, sys_flag=sysflag.TRANSACTION_PREPARED_TYPE, group=TX_GROUP
+    )
+    assert sent.code == ResponseCode.SUCCESS, sent.remark
+    fields = sent.fields()
+    verdict = EndTransactionRequestHeader(
+        producer_group=TX_GROUP,
+        tran_state_table_offset=int(fields["queueOffset"]),
+        commit_log_offset=decode_offset_msg_id(fields["msgId"]).offset,
+        commit_or_rollback=kind,
+        from_transaction_check=False,
+        msg_id=fields["transactionId"],
+    )
+    await client.oneway(RequestCode.END_TRANSACTION, verdict)
+
+
+async def _pop_and_ack(client: BrokerClient, broker_name: str) -> None:
+    """POP every message of the POP topic for a group, then ACK the first (the rest stay invisible)."""
+    spec = PopSpec(
+        group=POP_GROUP,
+        topic=POP_TOPIC,
+        broker_name=broker_name,
+        max_nums=32,
+        invisible_time_ms=60_000,
+        poll_time_ms=0,
+        init_mode=INIT_MODE_MIN,
+    )
+    answer = await client.client.invoke(client.address, pop_request(spec, 0), client.timeout_ms)
+    popped = parse_pop_response(answer, broker_name=broker_name, topic=POP_TOPIC, order=False, addr="")
+    assert len(popped.messages) == 2, popped
+    ack = ack_request(receipt_handle(popped.messages[0]), group=POP_GROUP, topic=POP_TOPIC)
+    assert (await client.client.invoke(client.address, ack, client.timeout_ms)).code == ResponseCode.SUCCESS
+
+
+async def traffic(address: str, broker_name: str) -> None:
+    """Plain sends and a pull, a committed and a rolled-back transaction, a timer message, a POP and an ACK,
+    a topic and a group created: enough for every family both brokers can export to have a series."""
     async with BrokerClient(address) as client:
-        assert (await client.create_topic(TOPIC, queues=1)).code == ResponseCode.SUCCESS
+        for topic in (TOPIC, POP_TOPIC):
+            assert (await client.create_topic(topic, queues=1)).code == ResponseCode.SUCCESS
+        group = SubscriptionGroupConfig(group_name=POP_GROUP)
+        created = await client.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=group.to_json())
+        assert created.code == ResponseCode.SUCCESS, created.remark
         for index in range(3):
             assert (await client.send(TOPIC, b"metrics-%d" % index)).code == ResponseCode.SUCCESS
         assert (await client.pull(GROUP, TOPIC, 0, 0, commit_offset=0)).code == ResponseCode.SUCCESS
+        await _transaction(client, TransactionType.COMMIT_TYPE, b"commit")
+        await _transaction(client, TransactionType.ROLLBACK_TYPE, b"rollback")
+        timed = message_properties(extra={const.TIMER_DELAY_SEC: "1"})
+        assert (await client.send(TOPIC, b"timed", properties=timed)).code == ResponseCode.SUCCESS
+        for index in range(2):
+            assert (await client.send(POP_TOPIC, b"pop-%d" % index)).code == ResponseCode.SUCCESS
+        await _pop_and_ack(client, broker_name)
+        # The timer message falls due after a second; both brokers then move it to its topic.
+        await asyncio.sleep(TIMER_SETTLE_S)
 
 
 def scrape(port: int) -> str:
@@ -98,8 +160,10 @@ async def test_metric_names_and_label_keys_match_apache_550(tmp_path: Path) -> N
         settings = (root / "work" / "apache-broker" / "broker.conf").read_text()
         listen = next(line for line in settings.splitlines() if line.startswith("listenPort="))
         apache_address = f"127.0.0.1:{listen.split('=', 1)[1]}"
-        await traffic(apache_address)
-        apache = shape(await asyncio.to_thread(scrape, apache_port))
+        await traffic(apache_address, BROKER_NAME)
+        apache_text = await asyncio.to_thread(scrape, apache_port)
+        Path("/tmp/gaps36-apache.txt").write_text(apache_text)
+        apache = shape(apache_text)
     finally:
         leftovers = launch.stop(discard=True)
     assert not leftovers, f"Apache's broker survived: {leftovers}"
@@ -107,7 +171,7 @@ async def test_metric_names_and_label_keys_match_apache_550(tmp_path: Path) -> N
     async with running_broker(
         tmp_path / "store", metrics_exporter_type="PROM", metrics_prom_exporter_port=0
     ) as b:
-        await traffic(b.address)
+        await traffic(b.address, b.config.broker_name)
         assert b.metrics is not None
         ours = shape(await asyncio.to_thread(scrape, b.metrics.port))
 
