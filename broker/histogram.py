@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Hashable, Iterator, Sequence
+from typing import Generic, TypeVar
+
+K = TypeVar("K", bound=Hashable)
 
 
 class Buckets:
@@ -27,24 +30,24 @@ class Buckets:
         self.total += value
 
 
-class HistogramTable:
+class HistogramTable(Generic[K]):
     """Series of one histogram family, keyed by whatever tuple of label values the recorder chooses."""
 
-    __slots__ = ("bounds", "_series")
+    __slots__ = ("_series", "bounds")
 
     def __init__(self, bounds: Sequence[float]) -> None:
         self.bounds = tuple(float(bound) for bound in bounds)
-        self._series: dict[Hashable, Buckets] = {}
+        self._series: dict[K, Buckets] = {}
 
-    def observe(self, key: Hashable, value: float) -> None:
+    def observe(self, key: K, value: float) -> None:
         series = self._series.get(key)
         if series is None:
             series = self._series[key] = Buckets(self.bounds)
         series.observe(value)
 
-    def items(self) -> Iterator[tuple[Hashable, Buckets]]:
+    def items(self) -> Iterator[tuple[K, Buckets]]:
         """A snapshot of the series (safe while recorders on the event loop add new ones)."""
         return iter(list(self._series.items()))
 
-    def get(self, key: Hashable) -> Buckets | None:
+    def get(self, key: K) -> Buckets | None:
         return self._series.get(key)

@@ -11,6 +11,7 @@ import time
 
 from broker.clock import Clock
 from broker.histogram import HistogramTable
+from broker.rpc_latency import RpcLatency
 from rocketmq_wire.message import const
 from rocketmq_wire.message.stored import MessageExt
 
@@ -75,9 +76,11 @@ class BrokerStats:
         #: Per (group, topic): messages sent to the group's dead-letter queue.
         self.dead_lettered: dict[tuple[str, str], int] = {}
         #: UPDATE_AND_CREATE_TOPIC's time (ms) per (invocation status, is_system flag).
-        self.topic_create = HistogramTable(CREATE_TIME_BOUNDS)
+        self.topic_create: HistogramTable[tuple[str, str]] = HistogramTable(CREATE_TIME_BOUNDS)
         #: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's time (ms) per (invocation status,).
-        self.group_create = HistogramTable(CREATE_TIME_BOUNDS)
+        self.group_create: HistogramTable[tuple[str]] = HistogramTable(CREATE_TIME_BOUNDS)
+        #: Every answer's time, filled only while metrics are exported (the handlers are wrapped then).
+        self.rpc_latency = RpcLatency()
 
     def _roll(self) -> None:
         now = self._clock.now_ms()

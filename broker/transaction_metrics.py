@@ -22,7 +22,7 @@ class TransactionMetrics:
         self.commits: dict[str, int] = {}
         self.rollbacks: dict[str, int] = {}
         #: Per real topic (a 1-tuple key): seconds from the half message's birth to its commit.
-        self.finish_latency = HistogramTable(FINISH_LATENCY_BOUNDS)
+        self.finish_latency: HistogramTable[tuple[str]] = HistogramTable(FINISH_LATENCY_BOUNDS)
 
     def _add(self, table: dict[str, int], topic: str, change: int) -> None:
         table[topic] = table.get(topic, 0) + change

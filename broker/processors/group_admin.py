@@ -68,7 +68,7 @@ class UpdateAndCreateSubscriptionGroupProcessor:
         if body is not None:
             self._groups.put(_broker_config(body))
             log.info("subscription group %s created or updated by %s", body.group_name, conn.remote_address)
-        # Apache answers success whatever the body held, and times it so (consumer_group_create_execution_time).
+        # Apache answers success whatever the body held, and times it so (group creation time).
         self._stats.group_create.observe(("success",), int((time.perf_counter() - started) * 1000))
         return request.make_response(ResponseCode.SUCCESS)
 
