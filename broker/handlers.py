@@ -169,6 +169,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
             groups=groups,
             pop=services.pop,
             filters=services.filters,
+            stats=parts.stats,
         ),
         RequestCode.NOTIFICATION: NotificationProcessor(
             config=config, topics=topics, groups=groups, pop=services.pop

@@ -71,6 +71,8 @@ class BrokerStats:
         self.topic_in: dict[tuple[str, str], list[int]] = {}
         #: Per (group, topic): [messages, bytes] handed to consumers.
         self.group_out: dict[tuple[str, str], list[int]] = {}
+        #: Per (group, popped topic, from its POP retry topic): [messages, bytes] handed out by POP_MESSAGE.
+        self.pop_out: dict[tuple[str, str, bool], list[int]] = {}
         #: Per (group, topic, queue): the offset the group's last pull ended at (Apache's pull offsets).
         self.pull_offsets: dict[tuple[str, str, int], int] = {}
         #: Per (group, topic): messages sent to the group's dead-letter queue.
@@ -134,6 +136,14 @@ class BrokerStats:
                 row = self.group_out[(group, topic)] = [0, 0]
             row[0] += messages
             row[1] += size
+
+    def popped(self, group: str, topic: str, retry: bool, messages: int, size: int) -> None:
+        """A POP of ``topic`` by ``group`` handed out ``messages`` (from the POP retry topic: ``retry``)."""
+        row = self.pop_out.get((group, topic, retry))
+        if row is None:
+            row = self.pop_out[(group, topic, retry)] = [0, 0]
+        row[0] += messages
+        row[1] += size
 
     def to_dlq(self, group: str, topic: str) -> None:
         """A message of ``topic`` went to ``group``'s dead-letter queue (counted when chosen, as Apache)."""
