@@ -301,7 +301,9 @@ class Broker:
             raise
         self._store = store
         self._messages = messages = MessageService(store, self.stats)
-        self._pull_holder = holder = PullRequestHoldService(self.clock, self._serve_held_pull)
+        metrics_on = MetricsExporterType.parse(config.metrics_exporter_type) is MetricsExporterType.PROM
+        answered = self.stats.rpc_latency.long_polled if metrics_on else None
+        self._pull_holder = holder = PullRequestHoldService(self.clock, self._serve_held_pull, answered)
         self.filters = ExpressionCompiler()
         self._pull = PullMessageProcessor(
             config=config,

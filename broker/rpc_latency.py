@@ -7,9 +7,8 @@ by plain integers; the codes become Apache's names (the Java constant's name in 
 an unknown code) only when the exporter renders them. A handler that answers later through a
 :class:`~rocketmq_wire.transport.DeferredAnswer` is timed to when that answer is given.
 
-What is not recorded: the answer to a pull held by long polling, which the hold service sends on its own
-later (Apache records it with ``is_long_polling="true"``), so ``is_long_polling`` is always ``"false"``
-here.
+A pull held by long polling is answered later by the hold service, which reports that answer here; it is
+recorded with ``is_long_polling="true"``, as Apache records a suspended request, timed from when it was held.
 """
 
 from __future__ import annotations
@@ -44,13 +43,25 @@ def response_code_name(code: int) -> str:
 
 
 class RpcLatency:
-    """The series of ``rocketmq_rpc_latency``, keyed by (request code, response code, result index)."""
+    """The series of ``rocketmq_rpc_latency``, keyed by (request code, response code, result index, long
+    polled)."""
 
     def __init__(self) -> None:
-        self.table: HistogramTable[tuple[int, int, int]] = HistogramTable(RPC_LATENCY_BOUNDS)
+        self.table: HistogramTable[tuple[int, int, int, bool]] = HistogramTable(RPC_LATENCY_BOUNDS)
+
+    def long_polled(
+        self, request: RemotingCommand, response: RemotingCommand, conn: Connection, held_at: float
+    ) -> None:
+        """A held pull's answer (the hold service's observer)."""
+        self._record(request, response, conn, held_at, True)
 
     def _record(
-        self, request: RemotingCommand, response: RemotingCommand, conn: Connection, started: float
+        self,
+        request: RemotingCommand,
+        response: RemotingCommand,
+        conn: Connection,
+        started: float,
+        long_polled: bool = False,
     ) -> None:
         elapsed_ms = int((time.perf_counter() - started) * 1000)
         if request.is_oneway:
@@ -59,7 +70,7 @@ class RpcLatency:
             result = 2
         else:
             result = 0
-        self.table.observe((request.code, response.code, result), elapsed_ms)
+        self.table.observe((request.code, response.code, result, long_polled), elapsed_ms)
 
     def wrap(self, handler: Handler) -> Handler:
         """``handler``, timed; what it answers and raises is passed on unchanged."""
@@ -102,9 +113,9 @@ class RpcLatency:
     def series(self) -> list[tuple[dict[str, str], list[int], float]]:
         """Labels, bucket counts and sum of every series, for the exporter."""
         rows: list[tuple[dict[str, str], list[int], float]] = []
-        for (request_code, response_code, result), buckets in self.table.items():
+        for (request_code, response_code, result, long_polled), buckets in self.table.items():
             labels = {
-                "is_long_polling": "false",
+                "is_long_polling": "true" if long_polled else "false",
                 "protocol_type": "remoting",
                 "request_code": request_code_name(request_code),
                 "response_code": response_code_name(response_code),

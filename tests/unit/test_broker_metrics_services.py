@@ -3,6 +3,7 @@ transactions, the timer wheel and POP, each driven through the broker's own requ
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 from broker import ManualClock
@@ -42,20 +43,32 @@ async def test_requests_and_creations_are_timed_with_apaches_labels(tmp_path: Pa
             for index in range(4):
                 assert (await client.send(TOPIC, b"timed-%d" % index)).code == ResponseCode.SUCCESS
             assert (await client.request(RequestCode.GET_BROKER_RUNTIME_INFO)).code == ResponseCode.SUCCESS
+            # A pull held by long polling, answered once a message arrives: timed as long polled.
+            held_topic = TOPIC + "Held"
+            await client.create_topic(held_topic, queues=1)
+            async with BrokerClient(broker.address) as waiter:
+                held = asyncio.create_task(waiter.pull(GROUP, held_topic, 0, 0, suspend_ms=30_000))
+                while broker.parts.services.pull_holder.held_count == 0:
+                    await asyncio.sleep(0.01)
+                assert (await client.send(held_topic, b"wake")).code == ResponseCode.SUCCESS
+                assert (await asyncio.wait_for(held, 10)).code == ResponseCode.SUCCESS
         _, families = await scrape(broker)
     sends = {"request_code": "send_message_v2", "response_code": "success", "result": "success"}
-    assert value(families, "rocketmq_rpc_latency_milliseconds_count", **sends) == 4
-    assert value(families, "rocketmq_rpc_latency_milliseconds_bucket", le="+Inf", **sends) == 4
+    # Four sends and the one that woke the held pull.
+    assert value(families, "rocketmq_rpc_latency_milliseconds_count", **sends) == 5
+    assert value(families, "rocketmq_rpc_latency_milliseconds_bucket", le="+Inf", **sends) == 5
     assert (
         value(families, "rocketmq_rpc_latency_milliseconds_count", request_code="get_broker_runtime_info")
         == 1
     )  # answered inline: timed all the same
+    polled = {"request_code": "pull_message", "is_long_polling": "true", "response_code": "success"}
+    assert value(families, "rocketmq_rpc_latency_milliseconds_count", **polled) == 1
     creations = [
         (labels["response_code"], v)
         for name, labels, v in families["rocketmq_rpc_latency_milliseconds"][1]
         if name.endswith("_count") and labels["request_code"] == "update_and_create_topic"
     ]
-    assert sorted(creations) == sorted([("success", 1), (refused_code, 1)])
+    assert sorted(creations) == sorted([("success", 2), (refused_code, 1)])
     buckets = [
         labels["le"]
         for name, labels, _ in families["rocketmq_rpc_latency_milliseconds"][1]
@@ -63,7 +76,7 @@ async def test_requests_and_creations_are_timed_with_apaches_labels(tmp_path: Pa
     ]
     assert buckets == ["1.0", "3.0", "5.0", "7.0", "10.0", "100.0", "1000.0", "2000.0", "3000.0", "+Inf"]
     created = "rocketmq_topic_create_execution_time_milliseconds_count"
-    assert value(families, created, invocation_status="success", is_system="false") == 1
+    assert value(families, created, invocation_status="success", is_system="false") == 2
     assert value(families, created, invocation_status="failure") == 1
     assert value(families, "rocketmq_consumer_group_create_execution_time_milliseconds_count") == 1
     assert (

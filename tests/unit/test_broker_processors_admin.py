@@ -197,9 +197,7 @@ async def test_topic_stats_list_every_write_queue(parts: BrokerParts) -> None:
 
 async def test_a_group_is_created_then_deleted_with_its_offsets(parts: BrokerParts) -> None:
     groups, offsets = parts.metadata.groups, parts.metadata.offsets
-    create = UpdateAndCreateSubscriptionGroupProcessor(
-        config=parts.config, groups=groups, stats=parts.stats
-    )
+    create = UpdateAndCreateSubscriptionGroupProcessor(config=parts.config, groups=groups, stats=parts.stats)
     body = GroupConfigBody(group_name="AdminGroup", retry_max_times=3).to_json()
     answer = await call(create, wire_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
     assert answer.code == ResponseCode.SUCCESS
