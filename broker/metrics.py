@@ -6,8 +6,8 @@ through the OpenTelemetry Prometheus exporter. That exporter appends a metric's 
 (``cluster``, ``node_id``, ``node_type``) and ``otel_scope_name="broker-meter"`` to every series. This module
 renders the same names from the broker's own state, read at scrape time: the send and pull paths only add
 to plain counters in :class:`~broker.stats.BrokerStats`, so they allocate no label sets; the families of the
-broker's services (request timing, transactions, timer, POP) are in :mod:`broker.metrics_services`. docs/observability.md
-lists every metric Apache exports and which of them the project does.
+broker's services (request timing, transactions, timer, POP) are in :mod:`broker.metrics_services`.
+docs/observability.md lists every metric Apache exports and which of them the project does.
 """
 
 from __future__ import annotations
