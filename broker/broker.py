@@ -48,7 +48,7 @@ from broker.timer import TimerMessageService, build_timer
 from broker.topic_config_manager import TopicConfigManager
 from broker.transaction import TransactionalMessageService
 from broker.vip_channel import start_vip_server, vip_port
-from nameserver.metrics_http import MetricsEndpoint
+from nameserver.metrics_http import MetricsEndpoint, MetricsExporterType
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
 from rocketmq_wire.bodies.topic_config import DataVersion
 from rocketmq_wire.headers.consumer import NotifyConsumerIdsChangedRequestHeader
@@ -301,7 +301,9 @@ class Broker:
             raise
         self._store = store
         self._messages = messages = MessageService(store, self.stats)
-        self._pull_holder = holder = PullRequestHoldService(self.clock, self._serve_held_pull)
+        metrics_on = MetricsExporterType.parse(config.metrics_exporter_type) is MetricsExporterType.PROM
+        answered = self.stats.rpc_latency.long_polled if metrics_on else None
+        self._pull_holder = holder = PullRequestHoldService(self.clock, self._serve_held_pull, answered)
         self.filters = ExpressionCompiler()
         self._pull = PullMessageProcessor(
             config=config,
@@ -424,6 +426,11 @@ class Broker:
             log.warning(
                 "aclEnable and ACL 2.0 are both on: requests are checked by ACL 2.0 only, as Apache 5.3+"
             )
+        # Timed outermost (refusals too, as Apache's remoting layer times every answer), and only when
+        # metrics are exported: with them off the request path is unchanged.
+        timing = None
+        if MetricsExporterType.parse(self.config.metrics_exporter_type) is MetricsExporterType.PROM:
+            timing = parts.stats.rpc_latency
         for code, handler in table.items():
             gate = flow_control if code in SEND_REQUEST_CODES else None
             wrapped = guarded(handler)
@@ -431,6 +438,8 @@ class Broker:
                 wrapped = acl_guarded(wrapped, plain_acl)
             if self.auth is not None:  # ACL 2.0 checks first (outermost), as Apache's pipeline runs first
                 wrapped = auth_guarded(wrapped, self.auth)
+            if timing is not None:
+                wrapped = timing.wrap(wrapped)
             self._handlers[code] = (wrapped, gate)  # the VIP channel serves them too
             if isinstance(handler, AnswersInline) and gate is None:
                 # A handler that never waits, on the hot path: answered as the request arrives (no task).
@@ -439,6 +448,8 @@ class Broker:
                     answer_now = acl_guarded_inline(answer_now, plain_acl)
                 if self.auth is not None:
                     answer_now = auth_guarded_inline(answer_now, self.auth)
+                if timing is not None:
+                    answer_now = timing.wrap_inline(answer_now)
                 self.server.register_inline(code, answer_now)
             else:
                 # Sends start without a task: one that needs no wait (ASYNC_FLUSH) is answered without one.

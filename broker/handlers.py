@@ -169,6 +169,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
             groups=groups,
             pop=services.pop,
             filters=services.filters,
+            stats=parts.stats,
         ),
         RequestCode.NOTIFICATION: NotificationProcessor(
             config=config, topics=topics, groups=groups, pop=services.pop
@@ -216,7 +217,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.QUERY_CONSUME_QUEUE: QueryConsumeQueueProcessor(consumers=consumers, store=store),
         # topic administration
         RequestCode.UPDATE_AND_CREATE_TOPIC: UpdateAndCreateTopicProcessor(
-            config=config, topics=topics, announcer=announcer
+            config=config, topics=topics, announcer=announcer, stats=parts.stats
         ),
         RequestCode.DELETE_TOPIC_IN_BROKER: DeleteTopicProcessor(config=config, topics=topics, store=store),
         RequestCode.GET_ALL_TOPIC_CONFIG: GetAllTopicConfigProcessor(topics=topics),
@@ -265,7 +266,7 @@ def build_handlers(parts: BrokerParts, *, pull: PullMessageProcessor) -> dict[in
         RequestCode.CONSUME_MESSAGE_DIRECTLY: relay,
         # subscription groups
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP: UpdateAndCreateSubscriptionGroupProcessor(
-            config=config, groups=groups
+            config=config, groups=groups, stats=parts.stats
         ),
         RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: GetSubscriptionGroupConfigProcessor(groups=groups),
         RequestCode.DELETE_SUBSCRIPTIONGROUP: DeleteSubscriptionGroupProcessor(

@@ -13,6 +13,7 @@ import asyncio
 import contextlib
 import dataclasses
 import logging
+import time
 from collections.abc import Callable
 
 from broker.clock import Clock
@@ -35,12 +36,21 @@ class HeldPull:
     codes: frozenset[int] | None
     deadline_ms: int
     timer: asyncio.Task[None] | None = None
+    #: ``time.perf_counter()`` when it was held, for timing its answer.
+    held_at: float = dataclasses.field(default_factory=time.perf_counter)
+
+
+#: ``answered(request, answer, conn, held_at)``: a held pull was answered (for timing it).
+HeldAnswerObserver = Callable[[RemotingCommand, RemotingCommand, Connection, float], None]
 
 
 class PullRequestHoldService:
-    def __init__(self, clock: Clock, execute: PullExecutor) -> None:
+    def __init__(
+        self, clock: Clock, execute: PullExecutor, answered: HeldAnswerObserver | None = None
+    ) -> None:
         self._clock = clock
         self._execute = execute
+        self._answered = answered
         self._held: dict[tuple[str, int], list[HeldPull]] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._closed = False
@@ -134,6 +144,8 @@ class PullRequestHoldService:
             answer = pull.request.make_response(ResponseCode.SYSTEM_ERROR, remark=describe_exception(exc))
         if answer is None:
             return
+        if self._answered is not None:
+            self._answered(pull.request, answer, pull.conn, pull.held_at)
         task = asyncio.create_task(send_answer(pull.request, answer, pull.conn), name="pull-hold-answer")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)

@@ -5,8 +5,9 @@ through the OpenTelemetry Prometheus exporter. That exporter appends a metric's 
 ``_bytes``) to its name, keeps counters' ``_total``, sorts labels by name and adds the common labels
 (``cluster``, ``node_id``, ``node_type``) and ``otel_scope_name="broker-meter"`` to every series. This module
 renders the same names from the broker's own state, read at scrape time: the send and pull paths only add
-to plain counters in :class:`~broker.stats.BrokerStats`, so they allocate no label sets. docs/observability.md
-lists every metric Apache exports and which of them the project does.
+to plain counters in :class:`~broker.stats.BrokerStats`, so they allocate no label sets; the families of the
+broker's services (request timing, transactions, timer, POP) are in :mod:`broker.metrics_services`.
+docs/observability.md lists every metric Apache exports and which of them the project does.
 """
 
 from __future__ import annotations
@@ -17,15 +18,19 @@ from collections.abc import Iterator
 
 from prometheus_client.metrics_core import Metric
 
+from broker import metrics_services
 from broker.clients import ConsumerManager, ProducerManager
 from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.flow_control import SendFlowControl
 from broker.parts import BrokerParts
+from broker.pop.service import PopService
 from broker.stats import MESSAGE_SIZE_BOUNDS, BrokerStats
 from broker.store import ConsumerOffsetStore, MessageStore
 from broker.subscription_groups import SubscriptionGroupManager
+from broker.timer import TimerMessageService
 from broker.topic_config_manager import TopicConfigManager
+from broker.transaction_metrics import TransactionMetrics
 from nameserver.metrics_http import (
     SCOPE_LABEL,
     LabelledFamilies,
@@ -41,8 +46,7 @@ log = logging.getLogger("broker.metrics")
 
 #: The OpenTelemetry meter Apache's broker records under (``otel_scope_name``).
 BROKER_METER = "broker-meter"
-#: The store's figures carry these two labels in Apache, always with these values for a local disk store.
-_STORE_LABELS = {"storage_medium": "disk", "storage_type": "local"}
+_STORE_LABELS = metrics_services.STORE_LABELS
 _GAUGE_HELP = "default view for gauge."
 _COUNTER_HELP = "default view for counter."
 _CONSUME_MODES = {"CONSUME_PASSIVELY": "push", "CONSUME_ACTIVELY": "pull", "CONSUME_POP": "pop"}
@@ -72,6 +76,9 @@ class BrokerMetrics:
         consumers: ConsumerManager,
         producers: ProducerManager,
         send_flow_control: SendFlowControl,
+        transactions: TransactionMetrics,
+        timer: TimerMessageService,
+        pop: PopService,
     ) -> None:
         self._config = config
         self._clock = clock
@@ -83,6 +90,9 @@ class BrokerMetrics:
         self._consumers = consumers
         self._producers = producers
         self._send_flow_control = send_flow_control
+        self._transactions = transactions
+        self._timer = timer
+        self._pop = pop
 
     def _families(self) -> LabelledFamilies:
         config = self._config
@@ -102,6 +112,10 @@ class BrokerMetrics:
         yield from with_series(self._connections(families))
         yield from with_series(self._consumer_lag(families))
         yield from with_series(self._storage(families))
+        yield from with_series(metrics_services.requests(families, self._stats))
+        yield from with_series(metrics_services.transactions(families, self._transactions))
+        yield from with_series(metrics_services.timer(families, self._timer))
+        yield from with_series(metrics_services.pop(families, self._pop))
         yield target_info()
 
     def _broker(self, f: LabelledFamilies) -> Iterator[Metric]:
@@ -140,12 +154,11 @@ class BrokerMetrics:
             for (group, topic), row in list(self._stats.group_out.items())
             if not is_retry_topic(topic)
         ]
-        yield f.counter(
-            "rocketmq_messages_out_total", _COUNTER_HELP, [(lb, r[0]) for lb, r in outs], out_keys
-        )
-        yield f.counter(
-            "rocketmq_throughput_out_total", _COUNTER_HELP, [(lb, r[1]) for lb, r in outs], out_keys
-        )
+        # Pulls' series have no is_retry; POP's have it (Apache records them so), hence rows of their own.
+        for column, name in enumerate(("rocketmq_messages_out_total", "rocketmq_throughput_out_total")):
+            out_rows: list[tuple[dict[str, str], float]] = [(lb, float(r[column])) for lb, r in outs]
+            out_rows += metrics_services.pop_out_rows(self._stats, column)
+            yield f.counter_rows(name, _COUNTER_HELP, out_rows)
         dead = [
             ({"consumer_group": group, "is_system": _flag(_is_system(topic, group)), "topic": topic}, count)
             for (group, topic), count in list(self._stats.dead_lettered.items())
@@ -288,6 +301,9 @@ def start_metrics(parts: BrokerParts) -> MetricsEndpoint | None:
         consumers=parts.clients.consumers,
         producers=parts.clients.producers,
         send_flow_control=parts.services.send_flow_control,
+        transactions=parts.storage.transactions.metrics,
+        timer=parts.storage.timer,
+        pop=parts.services.pop,
     )
     endpoint = MetricsEndpoint(collector)
     endpoint.start(config.metrics_prom_exporter_host, config.metrics_prom_exporter_port)

@@ -10,6 +10,8 @@ from __future__ import annotations
 import time
 
 from broker.clock import Clock
+from broker.histogram import HistogramTable
+from broker.rpc_latency import RpcLatency
 from rocketmq_wire.message import const
 from rocketmq_wire.message.stored import MessageExt
 
@@ -17,6 +19,9 @@ _DAY_MS = 86_400_000
 
 #: Apache's buckets for ``rocketmq_message_size``: 1 KiB, 4 KiB, 512 KiB, 1, 2 and 4 MiB.
 MESSAGE_SIZE_BOUNDS = (1024, 4096, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
+
+#: Apache's buckets for the creation times of topics and subscription groups (ms): 10 ms to 5 s.
+CREATE_TIME_BOUNDS = (10, 100, 1000, 3000, 5000)
 
 _DELAY_PROPERTIES = (
     "__STARTDELIVERTIME",
@@ -66,10 +71,18 @@ class BrokerStats:
         self.topic_in: dict[tuple[str, str], list[int]] = {}
         #: Per (group, topic): [messages, bytes] handed to consumers.
         self.group_out: dict[tuple[str, str], list[int]] = {}
+        #: Per (group, popped topic, from its POP retry topic): [messages, bytes] handed out by POP_MESSAGE.
+        self.pop_out: dict[tuple[str, str, bool], list[int]] = {}
         #: Per (group, topic, queue): the offset the group's last pull ended at (Apache's pull offsets).
         self.pull_offsets: dict[tuple[str, str, int], int] = {}
         #: Per (group, topic): messages sent to the group's dead-letter queue.
         self.dead_lettered: dict[tuple[str, str], int] = {}
+        #: UPDATE_AND_CREATE_TOPIC's time (ms) per (invocation status, is_system flag).
+        self.topic_create: HistogramTable[tuple[str, str]] = HistogramTable(CREATE_TIME_BOUNDS)
+        #: UPDATE_AND_CREATE_SUBSCRIPTIONGROUP's time (ms) per (invocation status,).
+        self.group_create: HistogramTable[tuple[str]] = HistogramTable(CREATE_TIME_BOUNDS)
+        #: Every answer's time, filled only while metrics are exported (the handlers are wrapped then).
+        self.rpc_latency = RpcLatency()
 
     def _roll(self) -> None:
         now = self._clock.now_ms()
@@ -123,6 +136,14 @@ class BrokerStats:
                 row = self.group_out[(group, topic)] = [0, 0]
             row[0] += messages
             row[1] += size
+
+    def popped(self, group: str, topic: str, retry: bool, messages: int, size: int) -> None:
+        """A POP of ``topic`` by ``group`` handed out ``messages`` (from the POP retry topic: ``retry``)."""
+        row = self.pop_out.get((group, topic, retry))
+        if row is None:
+            row = self.pop_out[(group, topic, retry)] = [0, 0]
+        row[0] += messages
+        row[1] += size
 
     def to_dlq(self, group: str, topic: str) -> None:
         """A message of ``topic`` went to ``group``'s dead-letter queue (counted when chosen, as Apache)."""

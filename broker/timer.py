@@ -21,16 +21,18 @@ the slot falls due, every message whose ``REAL_TOPIC+UNIQ_KEY`` one of the slot'
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import dataclasses
 import logging
 import random
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from broker.clock import Clock, wait_event
 from broker.config import BrokerConfig
+from broker.histogram import HistogramTable
 from broker.message_service import MessageService, stored_properties
 from broker.store import FlushDiskType, GetMessageStatus, PutMessageStatus
 from broker.store.timer_log import TimerLog
@@ -49,6 +51,10 @@ TIMER_DIR = "timer"
 #: Pause before retrying a due message whose re-store failed for a passing reason.
 RETRY_AFTER_FAILURE_MS = 1000
 _READ_BATCH = 32
+#: Apache's buckets for ``rocketmq_delay_message_latency`` (seconds): 1 min, 10 min, 1 h, 12 h, 1 day, 3 days.
+DELAY_LATENCY_BOUNDS = (60, 600, 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600)
+#: Apache's ``timer_bound_s`` windows of ``rocketmq_timer_message_snapshot`` (its ``TimerMetrics`` list).
+SNAPSHOT_BOUNDS_S = (5, 60, 300, 900, 3600, 4 * 3600, 8 * 3600, 24 * 3600)
 #: Due messages stored together (one intent append, one done append).
 _DELIVERY_BATCH = 128
 _PERMANENT_FAILURES = (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
@@ -154,6 +160,11 @@ class TimerMessageService:
         self.timing_count: dict[str, tuple[int, int]] = {}
         #: Everything due up to this time has been delivered (the wheel's read time).
         self.read_through_ms = 0
+        #: Per real topic: entries read into the index, and copies delivered (the metrics' counters).
+        self.enqueued: dict[str, int] = {}
+        self.dequeued: dict[str, int] = {}
+        #: Per real topic (1-tuple): whole seconds from a timer message's birth to its delivery time.
+        self.set_latency: HistogramTable[tuple[str]] = HistogramTable(DELAY_LATENCY_BOUNDS)
 
     def now_ms(self) -> int:
         return self._clock.now_ms()
@@ -264,7 +275,10 @@ class TimerMessageService:
                     continue
                 self._index.add(slot, queue_offset)
                 marker = const.TIMER_DEL_UNIQKEY in message.properties
-                self._count(message.properties.get(const.REAL_TOPIC, ""), -1 if marker else 1)
+                real_topic = message.properties.get(const.REAL_TOPIC, "")
+                self._count(real_topic, -1 if marker else 1)
+                self.enqueued[real_topic] = self.enqueued.get(real_topic, 0) + 1
+                self.set_latency.observe((real_topic,), (slot - message.born_timestamp) // 1000)
                 added += 1
 
     def _count(self, topic: str, change: int) -> None:
@@ -279,6 +293,36 @@ class TimerMessageService:
     @property
     def progress(self) -> TimerLog:
         return self._log
+
+    def enqueue_behind(self) -> tuple[int, int]:
+        """Timer messages stored but not yet read into the index, and the age (ms) of the oldest of them."""
+        store = self._messages.store
+        behind = max(0, store.get_max_offset(TIMER_TOPIC, 0) - self._indexed)
+        if not behind:
+            return 0, 0
+        stamp = store.get_store_time(TIMER_TOPIC, 0, self._indexed)
+        return behind, max(0, self._clock.now_ms() - stamp) if stamp > 0 else 0
+
+    def dequeue_behind(self) -> tuple[int, int]:
+        """Entries already due and not yet delivered, and how long ago (ms) the earliest of them fell due."""
+        now = self._clock.now_ms()
+        due = [(slot, count) for slot, count in self._index.counts() if slot <= now]
+        if not due:
+            return 0, 0
+        return sum(count for _, count in due), now - min(slot for slot, _ in due)
+
+    def due_within(self, bounds_s: Sequence[int]) -> list[int]:
+        """Entries falling due in each window ``[previous bound, bound)`` seconds from now (the first from
+        now), as Apache's timer snapshot counts them; later ones are not counted."""
+        precision = max(1, self.settings.precision_ms())
+        now = self._clock.now_ms() // precision * precision
+        edges = [bound * 1000 for bound in bounds_s]
+        counts = [0] * len(edges)
+        for slot, count in self._index.counts():
+            window = bisect.bisect_right(edges, slot - now)
+            if slot >= now and window < len(edges):
+                counts[window] += count
+        return counts
 
     def lowest_pending(self) -> int:
         """The lowest timer-queue offset still pending (everything below it is handled)."""
@@ -505,6 +549,7 @@ class TimerMessageService:
                 done.append(offset)
                 self.delivered_count += 1
                 self._count(copy.topic, -1)
+                self.dequeued[copy.topic] = self.dequeued.get(copy.topic, 0) + 1
             elif result.status in _PERMANENT_FAILURES:
                 log.error(
                     "dropping timer message %s: %s", copy.properties.get(const.UNIQ_KEY), result.status.name

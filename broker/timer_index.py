@@ -39,6 +39,10 @@ class TimerIndex:
         offsets = self._slots.get(slot)
         return 0 if offsets is None else len(offsets)
 
+    def counts(self) -> list[tuple[int, int]]:
+        """(slot, entries) of every slot in use, in no order."""
+        return [(slot, len(offsets)) for slot, offsets in list(self._slots.items())]
+
     def earliest(self) -> int | None:
         """The earliest slot with entries, or None."""
         return self._heap[0] if self._heap else None

@@ -23,6 +23,7 @@ from broker.clock import Clock
 from broker.config import BrokerConfig
 from broker.message_service import MessageService, stored_properties
 from broker.store import ConsumerOffsetStore, GetMessageStatus, PutMessageResult
+from broker.transaction_metrics import TransactionMetrics
 from rocketmq_wire import topics
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.errors import CodecError
@@ -72,6 +73,7 @@ class TransactionalMessageService:
         self._config = config
         self._clock = clock
         self._send_check = send_check
+        self.metrics = TransactionMetrics()
 
     # -- the half message -------------------------------------------------------------------------------
 
@@ -88,7 +90,10 @@ class TransactionalMessageService:
         )
 
     async def prepare(self, half: MessageExt) -> PutMessageResult:
-        return await self._messages.put(half)
+        result = await self._messages.put(half)
+        if result.status.stored:
+            self.metrics.prepared(half.properties.get(const.REAL_TOPIC, ""))
+        return result
 
     # -- the producer's verdict -------------------------------------------------------------------------
 
@@ -135,8 +140,11 @@ class TransactionalMessageService:
                 log.warning("committing transaction message %s failed: %s", half.msg_id, result.status.name)
                 return Verdict(ResponseCode.SYSTEM_ERROR, result.status.name)
             log.debug("committed transaction message %s to %s/%d", half.msg_id, final.topic, final.queue_id)
+            latency_s = (self._clock.now_ms() - half.born_timestamp) // 1000
+            self.metrics.committed(half.properties.get(const.REAL_TOPIC, ""), latency_s)
         else:
             log.debug("rolled back transaction message %s", half.msg_id)
+            self.metrics.rolled_back(half.properties.get(const.REAL_TOPIC, ""))
         await self._settle(half)
         return Verdict(ResponseCode.SUCCESS)
 
@@ -241,6 +249,7 @@ class TransactionalMessageService:
                     properties.get(const.PGROUP),
                 )
                 discarded += 1
+                self.metrics.given_up(properties.get(const.REAL_TOPIC, ""))
                 offset += 1
                 continue
             immunity_text = properties.get(const.CHECK_IMMUNITY_TIME_IN_SECONDS, "")

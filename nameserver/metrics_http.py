@@ -25,6 +25,7 @@ from prometheus_client.metrics_core import (
     Metric,
 )
 from prometheus_client.registry import Collector
+from prometheus_client.samples import Sample
 
 log = logging.getLogger("metrics.http")
 
@@ -85,6 +86,18 @@ class LabelledFamilies:
         family = CounterMetricFamily(name.removesuffix("_total"), help_text, labels=keys)
         for labels, value in series:
             family.add_metric(self._values(keys, labels), value)
+        return family
+
+    def counter_rows(
+        self, name: str, help_text: str, series: Iterable[tuple[Mapping[str, str], float]]
+    ) -> CounterMetricFamily:
+        """A counter whose series need not share their label keys, as an OpenTelemetry instrument's
+        needn't (Apache's ``rocketmq_messages_out_total`` has ``is_retry`` on POP's series only)."""
+        family = CounterMetricFamily(name.removesuffix("_total"), help_text)
+        for labels, value in series:
+            merged = {**self._common, **labels}
+            ordered = {key: merged[key] for key in sorted(merged)}
+            family.samples.append(Sample(family.name + "_total", ordered, value, None))
         return family
 
     def histogram(

@@ -14,11 +14,13 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import logging
+import time
 from collections.abc import Collection
 from pathlib import Path
 
 from broker.clock import Clock
 from broker.filtering import SubscriptionFilter
+from broker.histogram import HistogramTable
 from broker.message_service import MessageService, stored_properties
 from broker.pop.checkpoints import Checkpoint, CheckpointTable, QueuePopState
 from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
@@ -33,6 +35,8 @@ from rocketmq_wire.topics import RETRY_GROUP_TOPIC_PREFIX
 
 log = logging.getLogger("broker.pop")
 
+#: Apache's buckets for ``rocketmq_pop_buffer_scan_time_consume`` (ms).
+SCAN_TIME_BOUNDS = (1, 10, 100, 1000, 2000, 3000)
 #: Apache's ``PopAckConstants.retryQueueNum``: a POP retry topic has one queue.
 RETRY_QUEUE_NUMS = 1
 #: Apache's ``maxPopPollingSize``: how many pops may wait for messages at once.
@@ -91,7 +95,34 @@ class PopService:
         self._waiting = 0
         #: Revived messages go through the same lock as pops, so a revive never races a pop's bookkeeping.
         self._revive_lock = asyncio.Lock()
+        #: What the metrics count (Apache's ``PopMetricsManager``), where this design has Apache's moves.
+        #: The checkpoint table stands in for Apache's revive topic: a checkpoint or an ack recorded in it
+        #: counts as a CK or ACK "put" there, per (group, topic, kind, put status).
+        self.revive_in: dict[tuple[str, str, str, str], int] = {}
+        #: A due checkpoint taken up by the revive scan, per (group, topic, revive queue, kind).
+        self.revive_out: dict[tuple[str, str, int, str], int] = {}
+        #: Messages stored again into a POP retry topic, per (group, topic, put status).
+        self.revive_retry: dict[tuple[str, str, str], int] = {}
+        #: How long each revive scan over the checkpoint table took (ms), Apache's buffer scan time.
+        self.scan_time: HistogramTable[tuple[()]] = HistogramTable(SCAN_TIME_BOUNDS)
         messages.on_arrival(self._arrived)
+
+    def _put(self, group: str, topic: str, kind: str) -> None:
+        key = (group, topic, kind, "PUT_OK")
+        self.revive_in[key] = self.revive_in.get(key, 0) + 1
+
+    def revive_behind(self, queue_ids: Collection[int]) -> dict[int, tuple[int, int]]:
+        """Per revive queue: checkpoints past their invisible time and not yet revived, and how long (ms)
+        the oldest of them has been due (Apache's revive lag and latency per revive queue)."""
+        now = self._clock.now_ms()
+        behind = {queue_id: (0, 0) for queue_id in queue_ids}
+        for state in list(self._table.queues.values()):
+            for ck in list(state.checkpoints):
+                if ck.visible_at > now or ck.done or ck.revive_qid not in behind:
+                    continue
+                count, latency = behind[ck.revive_qid]
+                behind[ck.revive_qid] = (count + 1, max(latency, now - ck.visible_at))
+        return behind
 
     def load(self) -> None:
         self._table.load()
@@ -183,6 +214,7 @@ class PopService:
                 )
             )
             state.next_offset = result.next_begin_offset
+            self._put(group, topic, "CK")
             popped = QueuePop(topic, queue_id, offset, list(result.messages), list(result.queue_offsets))
             if order:
                 earlier = [(o, state.deliveries.get(o, 0)) for o in popped.offsets]
@@ -225,6 +257,7 @@ class PopService:
             return False
         ck.acked.add(offset)
         self._commit(group, topic, queue_id, state)
+        self._put(group, topic, "ACK")
         return True
 
     def change_invisible(
@@ -253,6 +286,7 @@ class PopService:
             )
         )
         self._commit(group, topic, queue_id, state)
+        self._put(group, topic, "CK")
         return True
 
     def backlog(self, group: str, topic: str, queue_id: int, *, order: bool = False) -> int:
@@ -284,6 +318,7 @@ class PopService:
         """Store again, in the group's POP retry topic, every message whose invisible time ran out; the
         number revived. A message whose store failed stays in its checkpoint and is tried next time."""
         now = self._clock.now_ms()
+        started = time.perf_counter()
         revived = 0
         async with self._revive_lock:
             for (group, topic, queue_id), state in list(self._table.queues.items()):
@@ -291,6 +326,8 @@ class PopService:
                 for ck in list(state.checkpoints):
                     if ck.visible_at > now:
                         continue
+                    out = (group, topic, ck.revive_qid, "CK")
+                    self.revive_out[out] = self.revive_out.get(out, 0) + 1
                     if ck.revive_qid == ORDER_REVIVE_QUEUE:
                         # An orderly queue is not revived elsewhere: its next pop starts again at the
                         # first message not acknowledged, so the order holds.
@@ -310,6 +347,7 @@ class PopService:
             if revived:
                 # In the loop's thread, as the processors save: one writer of the file at a time.
                 self.save()
+        self.scan_time.observe((), int((time.perf_counter() - started) * 1000))
         return revived
 
     async def _revive(self, group: str, topic: str, queue_id: int, offset: int, ck: Checkpoint) -> bool:
@@ -342,6 +380,8 @@ class PopService:
             reconsume_times=original.reconsume_times + 1,
         )
         put = await self._messages.put(message)
+        retry = (group, topic, put.status.value)
+        self.revive_retry[retry] = self.revive_retry.get(retry, 0) + 1
         if not put.status.stored:
             log.warning("revive of %s/%d offset %d not stored: %s", topic, queue_id, offset, put.status.name)
             return False

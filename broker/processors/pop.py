@@ -20,6 +20,7 @@ from broker.pop.filter import ACCEPT_ALL, SubscriptionFilter, store_filter
 from broker.pop.service import PopService, QueuePop
 from broker.processors.common import read_header
 from broker.sql92 import CompileError, ExpressionCompiler
+from broker.stats import BrokerStats
 from broker.store import MessageStore
 from broker.subscription_groups import SubscriptionGroupManager
 from broker.topic_config_manager import TopicConfigManager
@@ -124,6 +125,7 @@ class PopMessageProcessor:
         groups: SubscriptionGroupManager,
         pop: PopService,
         filters: ExpressionCompiler,
+        stats: BrokerStats,
     ) -> None:
         self._config = config
         self._clock = clock
@@ -131,6 +133,7 @@ class PopMessageProcessor:
         self._groups = groups
         self._pop = pop
         self._filters = filters
+        self._stats = stats
         self._random = random.Random()
         self._ck_number = 0
 
@@ -272,6 +275,8 @@ class PopMessageProcessor:
                 if result is not None:
                     popped.append(result)
                     got += len(result.messages)
+                    size = sum(len(data) for data in result.messages)
+                    self._stats.popped(group, topic, name != topic, len(result.messages), size)
         try:
             self._pop.save()
         except OSError as exc:

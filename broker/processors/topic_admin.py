@@ -8,11 +8,13 @@ default response carries ("not set any response code"), byte for byte what a 4.9
 from __future__ import annotations
 
 import logging
+import time
 
 from broker import topic_attributes
 from broker.config import BrokerConfig
 from broker.processors.common import read_header
 from broker.registration import ChangeAnnouncer
+from broker.stats import BrokerStats
 from broker.store import MessageStore
 from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire import RemotingCommand, ResponseCode, topics
@@ -52,11 +54,17 @@ MAX_QUEUE_NUMS = 1 << 16
 
 class UpdateAndCreateTopicProcessor:
     def __init__(
-        self, *, config: BrokerConfig, topics: TopicConfigManager, announcer: ChangeAnnouncer
+        self,
+        *,
+        config: BrokerConfig,
+        topics: TopicConfigManager,
+        announcer: ChangeAnnouncer,
+        stats: BrokerStats,
     ) -> None:
         self._config = config
         self._topics = topics
         self._announcer = announcer
+        self._stats = stats
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         on_slave = refused_on_slave(self._config, request)
@@ -64,6 +72,18 @@ class UpdateAndCreateTopicProcessor:
             return on_slave
         header = read_header(request, CreateTopicRequestHeader)
         topic = str(header.topic)
+        # Timed from here to the answer, as Apache times its creation (rocketmq_topic_create_execution_time).
+        started = time.perf_counter()
+        answer = await self._create(request, conn, header, topic)
+        elapsed_ms = int((time.perf_counter() - started) * 1000)
+        status = "success" if answer.code == ResponseCode.SUCCESS else "failure"
+        flag = "true" if topics.is_system_topic(topic) else "false"
+        self._stats.topic_create.observe((status, flag), elapsed_ms)
+        return answer
+
+    async def _create(
+        self, request: RemotingCommand, conn: Connection, header: CreateTopicRequestHeader, topic: str
+    ) -> RemotingCommand:
         refusal = topics.validate_topic(topic)
         if refusal is not None:
             return request.make_response(*refusal)

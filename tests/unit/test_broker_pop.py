@@ -81,6 +81,7 @@ def processors(
             groups=parts.metadata.groups,
             pop=pop,
             filters=parts.services.filters,
+            stats=parts.stats,
         ),
         AckMessageProcessor(topics=topics, store=store, pop=pop),
         ChangeInvisibleTimeProcessor(clock=parts.clock, topics=topics, store=store, pop=pop),

@@ -135,7 +135,10 @@ async def test_runtime_info_reports_the_store_and_the_queues_in_front_of_it(part
 
 def create_topic(parts: BrokerParts) -> UpdateAndCreateTopicProcessor:
     return UpdateAndCreateTopicProcessor(
-        config=parts.config, topics=parts.metadata.topics, announcer=parts.services.announcer
+        config=parts.config,
+        topics=parts.metadata.topics,
+        announcer=parts.services.announcer,
+        stats=parts.stats,
     )
 
 
@@ -194,7 +197,7 @@ async def test_topic_stats_list_every_write_queue(parts: BrokerParts) -> None:
 
 async def test_a_group_is_created_then_deleted_with_its_offsets(parts: BrokerParts) -> None:
     groups, offsets = parts.metadata.groups, parts.metadata.offsets
-    create = UpdateAndCreateSubscriptionGroupProcessor(config=parts.config, groups=groups)
+    create = UpdateAndCreateSubscriptionGroupProcessor(config=parts.config, groups=groups, stats=parts.stats)
     body = GroupConfigBody(group_name="AdminGroup", retry_max_times=3).to_json()
     answer = await call(create, wire_request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body))
     assert answer.code == ResponseCode.SUCCESS
