@@ -94,7 +94,7 @@ from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 
 from admin import Admin, TopicNotFoundError
-from benchmarks import _clusters
+from benchmarks import _clusters, pop_consume
 from consumer import ConsumeStatus, MessageExt, PullConsumer, PushConsumer
 from producer import Message, Producer, ProducerError, SendStatus
 from rocketmq_wire import RemotingCommand, RequestCode, ResponseCode
@@ -116,11 +116,12 @@ from tests.integration.cpp_peer.runner import PeerFailed
 from tests.integration.java_peer.build import JavaClient
 
 SIDES = ("project", "apache")
-LOADS = ("ingest", "delivery", "namesrv", "memory")
+LOADS = ("ingest", "delivery", "namesrv", "memory", "timer", "pop")
 INGEST_TOPIC = "ServersBenchIngest"
 DELIVERY_TOPIC = "ServersBenchDelivery"
 MEMORY_TOPIC = "ServersBenchMemory"
 LIVE_TOPIC = "ServersBenchLive"
+TIMER_TOPIC = "ServersBenchTimer"
 QUEUES = 8
 #: After a push consumer read the topic's first message, before sending: its pulls reach the broker and wait.
 LIVE_SETTLE_S = 1.0
@@ -133,6 +134,10 @@ MEMORY_REST_S = 3.0
 JAVA_START_S = 90.0
 SEND_TIMEOUT_MS = 10_000
 PREFERRED_RELEASE = "4.9.8"
+#: The release the timer and POP rows compare against (both need a 5.x broker).
+PREFERRED_RELEASE_5 = "5.5.0"
+#: How often the timer row reads the topic's stored count while the due messages come out.
+TIMER_POLL_S = 0.02
 
 #: (normal, --quick) defaults of the options --quick shrinks.
 DEFAULTS: dict[str, tuple[float, float]] = {
@@ -142,6 +147,7 @@ DEFAULTS: dict[str, tuple[float, float]] = {
     "messages": (20_000, 2_000),
     "memory_messages": (1_000_000, 20_000),
     "memory_topics": (10_000, 100),
+    "timer_lead": (10, 3),
 }
 
 
@@ -797,6 +803,118 @@ def measure_memory(
                 results.note(f"{servers.label}'s memory broker ran with {nmt} (its RSS includes NMT's own)")
 
 
+# -------------------------------------------------------------------------------------------- timer
+
+
+@dataclasses.dataclass
+class TimerRound:
+    #: Sends acknowledged SEND_OK per second, from the first send to the last acknowledgement.
+    in_rate: float
+    #: Acknowledged messages over the time from their slot to the last one stored in the topic.
+    delivered_rate: float
+    acknowledged: int
+    #: How far past the slot the sends ran (0: they were all in before it), seconds.
+    sends_past_due_s: float
+    first_error: str
+
+
+async def timer_round(
+    namesrv: str, count: int, size: int, lead_s: float, in_flight: int, timeout_s: float
+) -> TimerRound:
+    """``count`` timer messages sent to a fresh topic, all due in one slot ``lead_s`` ahead; then the topic's
+    stored count is read every :data:`TIMER_POLL_S` until every acknowledged one is there.
+
+    The delivery time is half a second into a whole second, so both brokers (1,000 ms precision) floor it to
+    that second: the slot, from which the delivered figure is timed. What is in the topic's consume queues
+    is what a consumer can read, so the stored count stands in for a consumer without adding one's load."""
+    topic = f"{TIMER_TOPIC}{uuid.uuid4().hex[:8]}"
+    await _clusters.create_topic(namesrv, CLUSTER_NAME, topic, QUEUES)
+    body = os.urandom(size)
+    slot_s = float(int(time.time() + lead_s))
+    deliver_ms = int(slot_s * 1000) + 500
+    run = IngestRun()
+    pending = iter(range(count))
+
+    async def lane(producer: Producer) -> None:
+        for _ in pending:
+            try:
+                result = await producer.send(Message(topic, body, deliver_time_ms=deliver_ms))
+            except ProducerError as exc:
+                run.failed += 1
+                run.first_error = run.first_error or f"{type(exc).__name__}: {exc}"
+                continue
+            if result.status is SendStatus.SEND_OK:
+                run.acknowledged += 1
+            else:
+                run.not_ok += 1
+
+    async with Producer("ServersBenchTimer", namesrv, send_timeout_ms=SEND_TIMEOUT_MS) as producer:
+        started = time.perf_counter()
+        await asyncio.gather(*(lane(producer) for _ in range(in_flight)))
+        in_rate = run.acknowledged / (time.perf_counter() - started)
+    sent_at = time.time()
+    async with Admin(namesrv) as admin:
+        await asyncio.sleep(max(0.0, slot_s - time.time()))
+        deadline = time.monotonic() + timeout_s
+        stored = 0
+        while (stored := (await admin.topic_status(topic)).total_messages) < run.acknowledged:
+            if time.monotonic() > deadline:
+                raise RuntimeError(
+                    f"{stored} of {run.acknowledged} timer messages delivered in {timeout_s:.0f} s"
+                )
+            await asyncio.sleep(TIMER_POLL_S)
+        delivered_at = time.time()
+    return TimerRound(
+        in_rate,
+        run.acknowledged / (delivered_at - slot_s),
+        run.acknowledged,
+        max(0.0, sent_at - slot_s),
+        run.first_error or (f"{run.not_ok} not SEND_OK" if run.not_ok else ""),
+    )
+
+
+def measure_timer(servers: Servers, args: argparse.Namespace, results: Results) -> None:
+    """One unmeasured round (the JVM compiles the timer path), then ``--repeat`` measured ones. Each round's
+    slot is far enough ahead for the sends to be in before it at the previous round's pace (half as long
+    again, at least ``--timer-lead``), so the delivered figure is the broker's, not the producer's."""
+    timeout_s = max(60.0, args.messages / 100)
+    label = f"timer {args.delivery_size} B, x{args.in_flight}"
+    lead_s = args.timer_lead
+    for index in range(args.repeat + 1):
+        found = asyncio.run(
+            timer_round(servers.namesrv, args.messages, args.delivery_size, lead_s, args.in_flight, timeout_s)
+        )
+        lead_s = max(args.timer_lead, 1.5 * args.messages / max(found.in_rate, 1.0) + 1)
+        if found.acknowledged < args.messages:
+            results.note(
+                f"{servers.label}, {label}: {args.messages - found.acknowledged} sends not stored "
+                f"({found.first_error})"
+            )
+        if index == 0:
+            continue
+        if found.sends_past_due_s:
+            results.note(
+                f"{servers.label}, {label}: sends ran {found.sends_past_due_s:.1f} s past the due time, so "
+                "that delivered figure is bounded by them (raise --timer-lead)"
+            )
+        results.add(f"{label}: in", "msg/s", servers.side, found.in_rate)
+        results.add(f"{label}: delivered", "msg/s", servers.side, found.delivered_rate)
+
+
+# -------------------------------------------------------------------------------------------- pop
+
+
+def measure_pop(servers: Servers, args: argparse.Namespace, results: Results) -> None:
+    """The project's SimpleConsumer (``benchmarks/pop_consume.py``'s: receive of 32 and a batch ack, in
+    several loops) reading a fresh pre-filled topic; one unmeasured round first."""
+    label = f"pop 100 B, simple receive {pop_consume.RECEIVE_BATCH}+ack x{pop_consume.SIMPLE_LOOPS}"
+    for index in range(args.repeat + 1):
+        topic, group = asyncio.run(pop_consume.fresh_topic(servers.namesrv, CLUSTER_NAME, args.messages))
+        rate = asyncio.run(pop_consume.project_simple_rate(servers.namesrv, topic, group, args.messages))
+        if index > 0:
+            results.add(label, "msg/s", servers.side, rate)
+
+
 # -------------------------------------------------------------------------------------------- main
 
 
@@ -818,6 +936,14 @@ def parse_args() -> argparse.Namespace:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--release", help="Apache release of the other servers (default: see above)")
+    parser.add_argument(
+        "--release5",
+        default=PREFERRED_RELEASE_5,
+        help="Apache release (5.x) of the servers the timer and pop rows compare against",
+    )
+    parser.add_argument(
+        "--timer-lead", type=float, help="seconds from the timer sends' start to their slot (10)"
+    )
     parser.add_argument("--quick", action="store_true", help="a smoke run: everything small and short")
     parser.add_argument("--warmup", type=float, help="seconds of each load before measuring (30)")
     parser.add_argument("--seconds", type=float, help="length of each throughput measurement (5)")
@@ -845,7 +971,7 @@ def parse_args() -> argparse.Namespace:
     for name, (normal, quick) in DEFAULTS.items():
         if getattr(args, name) is None:
             value = quick if args.quick else normal
-            setattr(args, name, float(value) if name in ("warmup", "seconds") else int(value))
+            setattr(args, name, float(value) if name in ("warmup", "seconds", "timer_lead") else int(value))
     args.sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
     args.flush = [f.strip().upper() for f in args.flush.split(",") if f.strip()]
     args.sides = [s.strip() for s in args.sides.split(",") if s.strip()]
@@ -865,10 +991,16 @@ def main() -> None:
     args = parse_args()
     logging.basicConfig(level=logging.WARNING)
     release = pick_release(args.release)
+    release5 = pick_release(args.release5)
+    fives = [name for name in ("timer", "pop") if name in args.loads]
+    if fives and release5.major < 5:
+        sys.exit(f"--release5 {release5.version}: the {' and '.join(fives)} rows need a 5.x broker")
     if "apache" in args.sides:
-        reason = java_unavailable(release)
-        if reason is not None:
-            sys.exit(f"cannot start Apache's servers {release.version}: {reason}")
+        needed = ([release] if set(args.loads) - set(fives) else []) + ([release5] if fives else [])
+        for needed_release in needed:
+            reason = java_unavailable(needed_release)
+            if reason is not None:
+                sys.exit(f"cannot start Apache's servers {needed_release.version}: {reason}")
     results = Results()
     java_clients: list[JavaClient] = []
     java_reason: list[str] = []
@@ -891,6 +1023,7 @@ def main() -> None:
         f"(Java client {release.tools_version}); warm-up {args.warmup:g} s, {args.seconds:g} s per figure, "
         f"best and median of {args.repeat}; {os.cpu_count()} cores, load {os.getloadavg()[0]:.1f}; "
         f"{time.strftime('%Y-%m-%d %H:%M')}"
+        + (f"; timer and pop rows against {release5.version}" if fives else "")
     )
     print(header, flush=True)
     try:
@@ -916,6 +1049,12 @@ def main() -> None:
                         asyncio.run(measure_namesrv(servers, args, results))
             if "memory" in args.loads:
                 measure_memory(side, release, args, results, args.logs)
+            if fives:
+                with running_servers(side, release5, args.flush[0], args.logs) as servers:
+                    if "timer" in fives:
+                        measure_timer(servers, args, results)
+                    if "pop" in fives:
+                        measure_pop(servers, args, results)
     finally:
         for client in java_clients:
             survivors = client.close()
