@@ -34,7 +34,7 @@ from broker.clock import Clock, wait_event
 from broker.config import BrokerConfig
 from broker.histogram import HistogramTable
 from broker.message_service import MessageService, stored_properties
-from broker.store import FlushDiskType, GetMessageStatus, PutMessageStatus
+from broker.store import FlushDiskType, GetMessageStatus, PutMessageResult, PutMessageStatus
 from broker.store.timer_log import TimerLog
 from broker.timer_index import TimerIndex
 from rocketmq_wire import ResponseCode, topics
@@ -57,6 +57,8 @@ DELAY_LATENCY_BOUNDS = (60, 600, 3600, 12 * 3600, 24 * 3600, 3 * 24 * 3600)
 SNAPSHOT_BOUNDS_S = (5, 60, 300, 900, 3600, 4 * 3600, 8 * 3600, 24 * 3600)
 #: Due messages stored together (one intent append, one done append).
 _DELIVERY_BATCH = 128
+#: At most this many bytes of copies go in one append (well inside a commit-log file).
+_DELIVERY_BATCH_BYTES = 1024 * 1024
 _PERMANENT_FAILURES = (PutMessageStatus.MESSAGE_ILLEGAL, PutMessageStatus.PROPERTIES_SIZE_EXCEEDED)
 
 
@@ -441,29 +443,28 @@ class TimerMessageService:
 
     async def _deliver_slot(self, slot: int) -> bool:
         """Deliver one slot's messages, leaving out the recalled; False when a re-store must be retried."""
-        offsets = self._index.offsets(slot)
-        store = self._messages.store
         read: list[tuple[int, MessageExt]] = []
         deleted: set[str] = set()
         unreadable: list[int] = []
-        for offset in offsets:
-            if self._log.is_done(offset):
-                continue
-            result = store.get_messages(TIMER_TOPIC, 0, offset, 1)
-            if result.status is not GetMessageStatus.FOUND or result.queue_offsets[0] != offset:
-                log.error("timer message at offset %d is gone from the store", offset)
-                unreadable.append(offset)
-                continue
-            try:
-                message, _ = decode_message(result.messages[0], 0, decompress_body=False)
-            except CodecError:
-                log.exception("timer message at offset %d is unreadable", offset)
-                unreadable.append(offset)
-                continue
-            marker = message.properties.get(const.TIMER_DEL_UNIQKEY)
-            if marker is not None:
-                deleted.add(marker)
-            read.append((offset, message))
+        pending = [offset for offset in self._index.offsets(slot) if not self._log.is_done(offset)]
+        for start in range(0, len(pending), _DELIVERY_BATCH):
+            if start:
+                await asyncio.sleep(0)  # a large slot is read in turns with the broker's other work
+            for offset, data in self._read_entries(pending[start : start + _DELIVERY_BATCH]):
+                if data is None:
+                    log.error("timer message at offset %d is gone from the store", offset)
+                    unreadable.append(offset)
+                    continue
+                try:
+                    message, _ = decode_message(data, 0, decompress_body=False)
+                except CodecError:
+                    log.exception("timer message at offset %d is unreadable", offset)
+                    unreadable.append(offset)
+                    continue
+                marker = message.properties.get(const.TIMER_DEL_UNIQKEY)
+                if marker is not None:
+                    deleted.add(marker)
+                read.append((offset, message))
         finished = list(unreadable)
         to_send: list[tuple[int, MessageExt]] = []
         for offset, message in read:
@@ -488,6 +489,31 @@ class TimerMessageService:
             if not await self._deliver_batch(to_send[start : start + _DELIVERY_BATCH]):
                 return False
         return True
+
+    def _read_entries(self, offsets: list[int]) -> list[tuple[int, bytes | None]]:
+        """The stored records of ascending timer-queue ``offsets`` (None: not in the store), read a run of
+        consecutive offsets at a time: the timers of one slot mostly arrived together."""
+        store = self._messages.store
+        found: list[tuple[int, bytes | None]] = []
+        index = 0
+        while index < len(offsets):
+            offset = offsets[index]
+            run = 1
+            while index + run < len(offsets) and offsets[index + run] == offset + run:
+                run += 1
+            result = store.get_messages(TIMER_TOPIC, 0, offset, run)
+            got = 0
+            if result.status is GetMessageStatus.FOUND:
+                for data, queue_offset in zip(result.messages, result.queue_offsets, strict=True):
+                    if queue_offset != offset + got:
+                        break
+                    found.append((queue_offset, data))
+                    got += 1
+            if got == 0:  # the first of the run is not there; the rest are read from the next one on
+                found.append((offset, None))
+                got = 1
+            index += got
+        return found
 
     def _copy_of(self, message: MessageExt) -> MessageExt | None:
         """The message as delivered to its real queue (None when that topic is gone)."""
@@ -534,11 +560,14 @@ class TimerMessageService:
             await asyncio.to_thread(self._log.mark_done, dropped)
         if not copies:
             return True
-        intents = [(offset, store.get_max_offset(copy.topic, copy.queue_id)) for offset, copy in copies]
+        ends: dict[tuple[str, int], int] = {}  # nothing is stored in between: one look per queue
+        for _, copy in copies:
+            queue = (copy.topic, copy.queue_id)
+            if queue not in ends:
+                ends[queue] = store.get_max_offset(*queue)
+        intents = [(offset, ends[(copy.topic, copy.queue_id)]) for offset, copy in copies]
         await asyncio.to_thread(self._log.mark_intents, intents)
-        results = await asyncio.gather(
-            *(self._messages.put(copy) for _, copy in copies), return_exceptions=True
-        )
+        results = await self._store_copies([copy for _, copy in copies])
         done: list[int] = []
         failure: BaseException | None = None
         for (offset, copy), result in zip(copies, results, strict=True):
@@ -565,6 +594,28 @@ class TimerMessageService:
         if failure is not None:
             raise failure
         return True
+
+    async def _store_copies(self, copies: list[MessageExt]) -> list[PutMessageResult | BaseException]:
+        """Each copy's outcome. The copies go in one append where they fit one (a single group commit and
+        dispatch for all); an append is all or nothing, so when it is refused each copy is stored alone:
+        one bad copy is then dropped alone, and a passing failure retried for exactly the copies it hit.
+        An exception is every copy's outcome (as it was for each copy stored alone): the intents already
+        written let a restart find out which copies reached the store."""
+        if 1 < len(copies) and sum(_record_size(copy) for copy in copies) <= _DELIVERY_BATCH_BYTES:
+            try:
+                together = await self._messages.put_all(copies)
+            except Exception as exc:
+                return [exc] * len(copies)
+            if together.status.stored:
+                return [together] * len(copies)
+        return list(
+            await asyncio.gather(*(self._messages.put(copy) for copy in copies), return_exceptions=True)
+        )
+
+
+def _record_size(message: MessageExt) -> int:
+    """About what the message takes in the commit log (its fixed fields need less than 256 bytes)."""
+    return 256 + len(message.body) + len(message.topic) + len(message.properties_string)
 
 
 class _Retry(Exception):

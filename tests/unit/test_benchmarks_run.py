@@ -37,3 +37,31 @@ def test_each_docstring_says_how_to_run_it() -> None:
     for name in SCRIPTS:
         text = (REPO / "benchmarks" / f"{name}.py").read_text(encoding="utf-8")
         assert f"-m benchmarks.{name}" in text, f"benchmarks/{name}.py does not say how it is run"
+
+
+def test_the_servers_timer_and_pop_rows_measure_the_projects_broker() -> None:
+    """The rows that need a 5.x broker, at a tiny N on the project's servers only (no JVM): each prints a
+    positive figure in the table, and no round fell short (a shortfall raises, so the run would fail)."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    options = ["--sides", "project", "--loads", "timer,pop", "--messages", "64", "--repeat", "1"]
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks.servers", *options, "--timer-lead", "1"],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
+    assert run.returncode == 0, run.stderr[-2000:]
+    table = run.stdout[run.stdout.index("figure ") :]
+    figures = {}
+    for line in table.splitlines()[1:]:
+        label, _, rest = line.partition(" msg/s")
+        if rest:
+            figures[label.strip()] = float(rest.split()[0].replace(",", ""))
+    assert set(figures) == {
+        "timer 100 B, x64: in",
+        "timer 100 B, x64: delivered",
+        "pop 100 B, simple receive 32+ack x8",
+    }, table
+    assert all(value > 0 for value in figures.values()), table

@@ -12,6 +12,7 @@ from broker.clock import ManualClock
 from broker.parts import BrokerParts
 from broker.processors.recall import RecallMessageProcessor
 from broker.processors.timer_admin import GetTimerCheckPointProcessor, GetTimerMetricsProcessor
+from broker.store import PutMessageResult, PutMessageStatus
 from broker.store.timer_log import TimerLog
 from broker.testing import message_properties, open_parts
 from broker.timer import TIMER_TOPIC, floor_to_precision, flow_control_remark, java_parse_long, snap_precision
@@ -201,6 +202,69 @@ async def test_delay_level_wins_over_timer(parts: BrokerParts) -> None:
     assert parts.storage.store.get_max_offset(TIMER_TOPIC, 0) == 0
 
 
+def all_delivered(parts: BrokerParts) -> list[MessageExt]:
+    store = parts.storage.store
+    found: list[MessageExt] = []
+    while (result := store.get_messages(TOPIC, 1, len(found), 32)).messages:
+        found += decode_messages(b"".join(result.messages))
+    return found
+
+
+async def test_a_large_slot_goes_out_in_few_appends_and_recalls_still_hold(
+    parts: BrokerParts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """300 timers in one slot, read in runs and stored in batches of up to 128: each copy once, a recall
+    whose marker is read in the last batch still drops a message of the first, and a timer of a later slot
+    sent in between (a gap in the slot's offsets) waits for its own time."""
+    sent = [await send(parts, {const.TIMER_DELAY_SEC: "2"}, f"m{n}".encode()) for n in range(150)]
+    await send(parts, {const.TIMER_DELAY_SEC: "9"}, b"later")
+    sent += [await send(parts, {const.TIMER_DELAY_SEC: "2"}, f"m{n}".encode()) for n in range(150, 300)]
+    handle = sent[4].recall_handle
+    assert handle is not None
+    answer = await call(recall_processor(parts), recall_request(handle))
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    messages = parts.storage.messages
+    appends: list[int] = []
+    put_all = messages.put_all
+
+    async def counted(batch: Any) -> Any:
+        appends.append(len(batch))
+        return await put_all(batch)
+
+    monkeypatch.setattr(messages, "put_all", counted)
+    clock_of(parts).advance(3000)
+    await parts.storage.timer.deliver_due()
+    bodies = [m.body for m in all_delivered(parts)]
+    assert sorted(bodies) == sorted(f"m{n}".encode() for n in range(300) if n != 4)
+    assert sorted(appends) == [43, 128, 128]  # 299 copies; not one append per message
+    assert parts.storage.timer.recalled_count == 1
+    assert parts.storage.timer.pending == 1  # "later"
+    clock_of(parts).advance(7000)
+    await parts.storage.timer.deliver_due()
+    assert [m.body for m in all_delivered(parts)][-1] == b"later"
+
+
+async def test_copies_refused_together_are_stored_one_by_one(
+    parts: BrokerParts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An append is all or nothing: when the batch is refused, each copy is tried alone, so a refusal that
+    concerns one copy costs that copy only (here none: every copy alone is fine)."""
+    for n in range(5):
+        await send(parts, {const.TIMER_DELAY_SEC: "2"}, f"m{n}".encode())
+
+    messages = parts.storage.messages
+    put_all = messages.put_all
+
+    async def refused(batch: Any) -> PutMessageResult:  # put() of one message goes through put_all too
+        return PutMessageResult(PutMessageStatus.MESSAGE_ILLEGAL) if len(batch) > 1 else await put_all(batch)
+
+    monkeypatch.setattr(messages, "put_all", refused)
+    clock_of(parts).advance(3000)
+    await parts.storage.timer.deliver_due()
+    assert sorted(m.body for m in all_delivered(parts)) == [f"m{n}".encode() for n in range(5)]
+    assert parts.storage.timer.pending == 0
+
+
 # -- recall -----------------------------------------------------------------------------------------
 
 
@@ -312,10 +376,12 @@ async def test_crash_inside_a_delivery_neither_loses_nor_repeats(
             monkeypatch.setattr(TimerLog, "mark_done", crash_on_done)
         else:
 
-            async def crash_on_put(message: MessageExt) -> Any:
+            async def crash_on_put(messages: Any) -> Any:
                 raise Crash
 
+            # Due copies are stored together (put_all), or one by one (put) when that is refused.
             monkeypatch.setattr(first.storage.messages, "put", crash_on_put)
+            monkeypatch.setattr(first.storage.messages, "put_all", crash_on_put)
         clock_of(first).advance(2000)
         with pytest.raises(Crash):
             await timer.deliver_due()
