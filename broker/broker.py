@@ -542,6 +542,8 @@ class Broker:
         for task in tasks:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+        if self._pop is not None:  # a write of the POP table under way finishes before the store closes
+            await self._pop.drain_saves()
         self.consumer_offsets.persist()
         await self.store.stop()
         await self._namesrv_client.close()

@@ -133,6 +133,10 @@ class CheckpointTable:
 
     def save(self) -> None:
         """Write the table durably; raises ``OSError`` when it could not be written."""
+        self.write(self.snapshot())
+
+    def snapshot(self) -> bytes:
+        """The table as :meth:`write` stores it, as it is now."""
         entries = [
             {
                 "group": group,
@@ -144,5 +148,10 @@ class CheckpointTable:
             }
             for (group, topic, queue_id), state in self.queues.items()
         ]
+        return json.dumps({"queues": entries}).encode()
+
+    def write(self, data: bytes) -> None:
+        """Replace the file with ``data`` (a :meth:`snapshot`), durably; ``OSError`` when it failed. Safe in
+        a worker thread: it touches the file only."""
         self._path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self._path, json.dumps({"queues": entries}).encode())
+        write_atomically(self._path, data)

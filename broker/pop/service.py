@@ -23,6 +23,7 @@ from broker.filtering import SubscriptionFilter
 from broker.histogram import HistogramTable
 from broker.message_service import MessageService, stored_properties
 from broker.pop.checkpoints import Checkpoint, CheckpointTable, QueuePopState
+from broker.pop.group_save import GroupSave
 from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
 from broker.store.message_store import total_physical_memory
 from broker.topic_config_manager import TopicConfigManager
@@ -91,6 +92,7 @@ class PopService:
         self._table = CheckpointTable(config_dir)
         #: Something changed since the table was last written (an empty pop writes nothing).
         self._dirty = False
+        self._group_save = GroupSave(self._snapshot, lambda data: self._table.write(data))
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._waiting = 0
         #: Revived messages go through the same lock as pops, so a revive never races a pop's bookkeeping.
@@ -240,11 +242,30 @@ class PopService:
         self._offsets.commit_offset(group, topic, queue_id, committed)
 
     def save(self) -> None:
-        """Make the table durable; ``OSError`` when it could not be written (then nothing may be
-        acknowledged to the client); a failed write is tried again by the next call."""
+        """Make the table durable now, on the caller's thread (loading and tests; a running broker saves
+        with :meth:`save_durably`, and the two must not overlap: the file has one writer)."""
+        if self._group_save.writing:
+            raise RuntimeError("the POP table is being written by a shared save")
         if self._dirty:
             self._table.save()
             self._dirty = False
+
+    async def save_durably(self) -> None:
+        """Return once every change made so far is on disk; ``OSError`` when the write failed (then nothing
+        may be acknowledged to the client), and the next call writes again. Concurrent callers share one
+        write (:class:`broker.pop.group_save.GroupSave`)."""
+        try:
+            await self._group_save.save(self._dirty)
+        except OSError:
+            self._dirty = True
+            raise
+
+    async def drain_saves(self) -> None:
+        await self._group_save.drain()
+
+    def _snapshot(self) -> bytes:
+        self._dirty = False  # changes from here on need the next write
+        return self._table.snapshot()
 
     # -- acks and changes ------------------------------------------------------------------------
 
@@ -345,8 +366,7 @@ class PopService:
                 if revived > revived_before:
                     self._commit(group, topic, queue_id, state)
             if revived:
-                # In the loop's thread, as the processors save: one writer of the file at a time.
-                self.save()
+                await self.save_durably()
         self.scan_time.observe((), int((time.perf_counter() - started) * 1000))
         return revived
 

@@ -187,7 +187,7 @@ class PopMessageProcessor:
                 return request.make_response(
                     ResponseCode.SUBSCRIPTION_PARSE_FAILED, "parse the consumer's subscription failed"
                 )
-        answer = self._pop_all(request, header, queue_id, found_filter, now)
+        answer = await self._pop_all(request, header, queue_id, found_filter, now)
         if answer is not None or poll_time <= 0:
             return answer or self._not_found(request, header, now, ResponseCode.POLLING_TIMEOUT)
         retry = pop_retry_topic(topic, group)
@@ -199,7 +199,7 @@ class PopMessageProcessor:
             if not await self._pop.wait_for((topic, retry), left_ms):
                 return self._not_found(request, header, now, ResponseCode.POLLING_FULL)
             now = self._clock.now_ms()
-            answer = self._pop_all(request, header, queue_id, found_filter, now)
+            answer = await self._pop_all(request, header, queue_id, found_filter, now)
             if answer is not None:
                 return answer
         return self._not_found(request, header, self._clock.now_ms(), ResponseCode.POLLING_TIMEOUT)
@@ -217,7 +217,7 @@ class PopMessageProcessor:
         )
         return request.make_response(code, "NO_MESSAGE_IN_QUEUE", answer)
 
-    def _pop_all(
+    async def _pop_all(
         self,
         request: RemotingCommand,
         header: PopMessageRequestHeader,
@@ -278,7 +278,7 @@ class PopMessageProcessor:
                     size = sum(len(data) for data in result.messages)
                     self._stats.popped(group, topic, name != topic, len(result.messages), size)
         try:
-            self._pop.save()
+            await self._pop.save_durably()
         except OSError as exc:
             return _unsaved(request, exc)
         if not popped:
@@ -343,9 +343,6 @@ class AckMessageProcessor:
         self._pop = pop
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        return self.answer_now(request, conn)
-
-    def answer_now(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         if request.code == RequestCode.BATCH_ACK_MESSAGE:
             answer = self._batch(request, conn)
         else:
@@ -353,7 +350,7 @@ class AckMessageProcessor:
         if answer.code != ResponseCode.SUCCESS:
             return answer
         try:
-            self._pop.save()
+            await self._pop.save_durably()
         except OSError as exc:
             return _unsaved(request, exc)
         return answer
@@ -437,9 +434,6 @@ class ChangeInvisibleTimeProcessor:
         self._pop = pop
 
     async def __call__(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        return self.answer_now(request, conn)
-
-    def answer_now(self, request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
         header = read_header(request, ChangeInvisibleTimeRequestHeader)
         assert header.topic is not None and header.consumer_group is not None
         topic, queue_id, offset = header.topic, int(header.queue_id or 0), int(header.offset or 0)
@@ -483,7 +477,7 @@ class ChangeInvisibleTimeProcessor:
                 header.consumer_group,
             )
         try:
-            self._pop.save()
+            await self._pop.save_durably()
         except OSError as exc:
             return _unsaved(request, exc)
         answer = ChangeInvisibleTimeResponseHeader(

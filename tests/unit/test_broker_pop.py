@@ -327,11 +327,11 @@ async def test_nothing_is_acknowledged_that_was_not_written(
 ) -> None:
     await put(parts, b"kept")
 
-    def full_disk(self: CheckpointTable) -> None:
+    def full_disk(self: CheckpointTable, data: bytes) -> None:
         raise OSError(28, "No space left on device")
 
     with monkeypatch.context() as patched:
-        patched.setattr(CheckpointTable, "save", full_disk)
+        patched.setattr(CheckpointTable, "write", full_disk)
         answer, _ = await pop(parts)
         assert answer.code == ResponseCode.SYSTEM_ERROR and "not persisted" in (answer.remark or "")
     clock = parts.clock
