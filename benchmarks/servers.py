@@ -883,8 +883,8 @@ async def _stored_or_busy(admin: Admin, topic: str, before: int) -> int:
 
 def measure_timer(servers: Servers, args: argparse.Namespace, results: Results) -> None:
     """One unmeasured round (the JVM compiles the timer path), then ``--repeat`` measured ones. Each round's
-    slot is far enough ahead for the sends to be in before it at the previous round's pace (half as long
-    again, at least ``--timer-lead``), so the delivered figure is the broker's, not the producer's."""
+    slot is far enough ahead for the sends to be in before it at the previous round's pace (twice as long
+    and 2 s more, at least ``--timer-lead``), so the delivered figure is the broker's, not the producer's."""
     timeout_s = max(60.0, args.messages / 100)
     label = f"timer {args.delivery_size} B, x{args.in_flight}"
     lead_s = args.timer_lead
@@ -892,7 +892,7 @@ def measure_timer(servers: Servers, args: argparse.Namespace, results: Results) 
         found = asyncio.run(
             timer_round(servers.namesrv, args.messages, args.delivery_size, lead_s, args.in_flight, timeout_s)
         )
-        lead_s = max(args.timer_lead, 1.5 * args.messages / max(found.in_rate, 1.0) + 1)
+        lead_s = max(args.timer_lead, 2 * args.messages / max(found.in_rate, 1.0) + 2)
         if found.acknowledged < args.messages:
             results.note(
                 f"{servers.label}, {label}: {args.messages - found.acknowledged} sends not stored "
