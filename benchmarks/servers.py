@@ -4,7 +4,9 @@ table of figures and ratios (project / Apache).
     .venv/bin/python -m benchmarks.servers [--release 4.9.7] [--warmup 30] [--seconds 5] [--repeat 3]
                                            [--sizes 100,1024] [--flush ASYNC,SYNC] [--messages 20000]
                                            [--memory-messages 1000000] [--memory-topics 10000]
-                                           [--sides project,apache] [--loads ingest,delivery,namesrv,memory]
+                                           [--sides project,apache]
+                                           [--loads ingest,delivery,namesrv,memory,timer,pop]
+                                           [--release5 5.5.0] [--timer-lead 10]
                                            [--jvm-nmt] [--logs DIR] [--quick]
 
 Each side is a NameServer and a Broker in processes of their own, bound to 127.0.0.1 (Apache's 4.x servers
@@ -59,6 +61,27 @@ Figures (best and median of ``--repeat`` rounds, except memory, measured once):
   NMT's "Other" committed (``jcmd <pid> VM.native_memory summary``: ``Unsafe.allocateMemory``, i.e.
   direct buffers, Netty's pooled ones included); NMT's own bookkeeping then adds to that broker's RSS,
   so it is off by default.
+
+The timer and pop rows need a 5.x broker: they run on a broker of their own per side, Apache's of
+``--release5`` (5.5.0 by default) and the project's (its NameServer answering as 5.3.3's), in the first
+flush mode of ``--flush``, with the project's producer and simple consumer on both:
+
+* ``timer SIZE B, x64: in`` / ``: delivered``: a fresh topic (8 queues); ``--messages`` timer messages of
+  ``--delivery-size`` bytes, all with one delivery time (``deliver_time_ms``) half a second into a whole
+  second ahead, so both brokers (1,000 ms precision) put them in one slot; single sends, 64 in flight.
+  ``in`` is the acknowledged sends per second; ``delivered`` is those messages over the time from the slot
+  to when the topic's consume queues hold them all (the topic's stored count, read every 20 ms: what a
+  consumer can read). The first round's slot is ``--timer-lead`` seconds ahead (10), later ones far
+  enough for the sends to finish first at the previous round's pace; a note says when they did not.
+* ``pop 100 B, simple receive 32+ack x8``: a fresh topic (8 queues) pre-filled with ``--messages`` messages,
+  read by the project's ``SimpleConsumer`` of a fresh group: ``receive(32)`` then a batch ack, in 8
+  concurrent loops (``benchmarks/pop_consume.py``'s), from its start to the last message acknowledged.
+
+Each is measured ``--repeat`` times after one unmeasured round (for the JIT). With each, ``broker CPU``:
+the CPU time (user and system, ``/proc/<pid>/stat``) the broker process used during the round, in ms per
+1,000 messages (sends and deliveries of the timer round; receives and acks of the pop round). On a busy
+machine it is the steadier figure: a broker that needs less CPU per message does more with its share.
+Its ratio, like the memory rows', is above 1 when the project's broker used more.
 
 Warm-up, for the JVMs' JIT: before its figures are measured, each broker gets ``--warmup`` seconds of the
 ingest rows (shared among them, in turn) and, where delivery is measured, ``--warmup`` seconds of repeated
@@ -154,6 +177,10 @@ DEFAULTS: dict[str, tuple[float, float]] = {
 # -------------------------------------------------------------------------------------------- results
 
 
+#: Units of figures where less is better (the "best" of a row is its least).
+LOWER_IS_BETTER = ("MiB", "ms/k")
+
+
 @dataclasses.dataclass
 class Row:
     label: str
@@ -196,11 +223,11 @@ class Results:
                 elif len(values) == 1:
                     line += f"{_figure(values[0]):>14}{'':>9}"
                 else:
-                    best = min(values) if row.unit == "MiB" else max(values)
+                    best = min(values) if row.unit in LOWER_IS_BETTER else max(values)
                     line += f"{_figure(best):>14}{_figure(statistics.median(values)):>9}"
             ours, theirs = row.values.get("project"), row.values.get("apache")
             if ours and theirs:
-                pick = min if row.unit == "MiB" else max
+                pick = min if row.unit in LOWER_IS_BETTER else max
                 line += f"{pick(ours) / pick(theirs):>12.2f}"
                 if len(ours) > 1 or len(theirs) > 1:
                     line += f"{statistics.median(ours) / statistics.median(theirs):>8.2f}"
@@ -873,6 +900,12 @@ async def timer_round(
     )
 
 
+def cpu_seconds(pid: int) -> float:
+    """CPU time (user and system) the process used so far, from ``/proc/<pid>/stat``."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rpartition(")")[2].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 async def _stored_or_busy(admin: Admin, topic: str, before: int) -> int:
     """The topic's stored count; ``before`` when the broker is too busy delivering to answer in time."""
     try:
@@ -889,9 +922,11 @@ def measure_timer(servers: Servers, args: argparse.Namespace, results: Results) 
     label = f"timer {args.delivery_size} B, x{args.in_flight}"
     lead_s = args.timer_lead
     for index in range(args.repeat + 1):
+        cpu_before = cpu_seconds(servers.broker_pid)
         found = asyncio.run(
             timer_round(servers.namesrv, args.messages, args.delivery_size, lead_s, args.in_flight, timeout_s)
         )
+        cpu_ms = (cpu_seconds(servers.broker_pid) - cpu_before) * 1000
         lead_s = max(args.timer_lead, 2 * args.messages / max(found.in_rate, 1.0) + 2)
         if found.acknowledged < args.messages:
             results.note(
@@ -907,6 +942,7 @@ def measure_timer(servers: Servers, args: argparse.Namespace, results: Results) 
             )
         results.add(f"{label}: in", "msg/s", servers.side, found.in_rate)
         results.add(f"{label}: delivered", "msg/s", servers.side, found.delivered_rate)
+        results.add(f"{label}: broker CPU", "ms/k", servers.side, cpu_ms * 1000 / max(found.acknowledged, 1))
 
 
 # -------------------------------------------------------------------------------------------- pop
@@ -918,9 +954,12 @@ def measure_pop(servers: Servers, args: argparse.Namespace, results: Results) ->
     label = f"pop 100 B, simple receive {pop_consume.RECEIVE_BATCH}+ack x{pop_consume.SIMPLE_LOOPS}"
     for index in range(args.repeat + 1):
         topic, group = asyncio.run(pop_consume.fresh_topic(servers.namesrv, CLUSTER_NAME, args.messages))
+        cpu_before = cpu_seconds(servers.broker_pid)
         rate = asyncio.run(pop_consume.project_simple_rate(servers.namesrv, topic, group, args.messages))
+        cpu_ms = (cpu_seconds(servers.broker_pid) - cpu_before) * 1000
         if index > 0:
             results.add(label, "msg/s", servers.side, rate)
+            results.add(f"{label}: broker CPU", "ms/k", servers.side, cpu_ms * 1000 / args.messages)
 
 
 # -------------------------------------------------------------------------------------------- main

@@ -8,6 +8,7 @@ no longer stand in for the ``producer`` package, as it did when run by its path.
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -54,14 +55,16 @@ def test_the_servers_timer_and_pop_rows_measure_the_projects_broker() -> None:
     )
     assert run.returncode == 0, run.stderr[-2000:]
     table = run.stdout[run.stdout.index("figure ") :]
-    figures = {}
-    for line in table.splitlines()[1:]:
-        label, _, rest = line.partition(" msg/s")
-        if rest:
-            figures[label.strip()] = float(rest.split()[0].replace(",", ""))
+    figures = {
+        found[1]: float(found[2].replace(",", ""))
+        for line in table.splitlines()[1:]
+        if (found := re.match(r"(.+?)\s+(?:msg/s|ms/k)\s+([\d,.]+)", line))
+    }
     assert set(figures) == {
         "timer 100 B, x64: in",
         "timer 100 B, x64: delivered",
+        "timer 100 B, x64: broker CPU",
         "pop 100 B, simple receive 32+ack x8",
+        "pop 100 B, simple receive 32+ack x8: broker CPU",
     }, table
     assert all(value > 0 for value in figures.values()), table
