@@ -116,6 +116,11 @@ class TimerLog:
         if self._sync:
             os.fsync(file.fileno())
 
+    @property
+    def sync(self) -> bool:
+        """Appends are fsynced (SYNC_FLUSH): slow enough to belong off the event loop."""
+        return self._sync
+
     def mark_intents(self, intents: list[tuple[int, int]]) -> None:
         """Record deliveries about to store their copies: (timer-queue offset, real queue end) each."""
         self._append(b"".join(_RECORD.pack(_INTENT, offset, real_from) for offset, real_from in intents))

@@ -265,6 +265,24 @@ async def test_copies_refused_together_are_stored_one_by_one(
     assert parts.storage.timer.pending == 0
 
 
+async def test_without_fsync_the_progress_log_is_written_on_the_loop(
+    parts: BrokerParts, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """ASYNC_FLUSH: no progress append goes through a worker thread (two hops per batch cost more than the
+    page-cache write); SYNC_FLUSH keeps them off the loop (``test_crash_inside_a_delivery...`` runs it)."""
+    assert not parts.storage.timer.progress.sync
+
+    async def no_thread(*args: Any) -> Any:
+        raise AssertionError("a progress append went to a thread")
+
+    await send(parts, {const.TIMER_DELAY_SEC: "2"}, b"m")
+    monkeypatch.setattr("broker.timer.asyncio.to_thread", no_thread)
+    clock_of(parts).advance(3000)
+    await parts.storage.timer.deliver_due()
+    assert [m.body for m in all_delivered(parts)] == [b"m"]
+    assert parts.storage.timer.pending == 0
+
+
 # -- recall -----------------------------------------------------------------------------------------
 
 
