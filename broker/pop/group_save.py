@@ -33,13 +33,13 @@ class GroupSave:
 
     async def save(self, changed: bool) -> None:
         """Return once what the caller changed (``changed``) is durable; with nothing changed, once the
-        write under way (if any) is, since the caller's answer may rest on what it holds. Raises the
+        changes already asked to be saved are, since the caller's answer may rest on them. Raises the
         ``OSError`` of a failed write: nothing the caller changed may then be acknowledged."""
-        if not changed and self._current is None:
+        if not changed and self._current is None and not self._next:
             return
         future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if changed or self._current is None:
-            self._next.append(future)
+            self._next.append(future)  # a change not yet in any write under way
         else:
             self._current.append(future)
         if self._writer is None:
