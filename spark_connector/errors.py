@@ -37,3 +37,22 @@ class SinkSendError(ConnectorError):
 
 class SourceReadError(ConnectorError):
     """Reading a queue failed: no route for the topic, a broker refused a pull, or it could not be reached."""
+
+
+class DataLossError(SourceReadError):
+    """Messages a query was about to read are gone (retention deleted them) and ``failOnDataLoss`` is true."""
+
+    def __init__(
+        self, topic: str, broker: str, queue_id: int, wanted: int, first_kept: int, *, during: str
+    ) -> None:
+        super().__init__(
+            f"data loss on topic {topic!r}, broker {broker}, queue {queue_id}: the query's next offset is "
+            f"{wanted} but the broker keeps offsets from {first_kept} on, so {max(first_kept - wanted, 0)} "
+            f"message(s) were deleted (retention) before this query read them (found at {during}); "
+            "set failOnDataLoss=false to skip ahead and count them instead"
+        )
+        self.topic = topic
+        self.broker = broker
+        self.queue_id = queue_id
+        self.wanted = wanted
+        self.first_kept = first_kept

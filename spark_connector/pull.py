@@ -3,9 +3,10 @@
 The source needs bounded reads -- exactly the offsets Spark planned, no prefetching past them, no group
 membership, no committed offsets -- so it does not run a consumer; it uses the consumer package's
 request builders, broker calls, pull-answer handling and filters (``consumer.commands``,
-``consumer.broker_api``, ``consumer.fetch``, ``consumer.filters``) directly. With a SQL92 filter every
-pull carries it and the broker returns only the matching messages of the range (``NO_MATCHED_MSG`` moves
-the offset on past the others); the driver asks the brokers first, as a consumer does when it starts.
+``consumer.broker_api``, ``consumer.fetch``, ``consumer.filters``) directly. With a tag or SQL92 filter
+every pull carries it as a consumer's subscription does, and the broker returns only the matching
+messages of the range (``NO_MATCHED_MSG`` moves the offset on past the others); for SQL92 the driver asks
+the brokers first, as a consumer does when it starts.
 Connections, routes (with NameServer fail-over) and request signing are the client core's: each reader
 joins a client instance of its own (``client.instance.join_standalone``, as the admin does), on the event
 loop it first reads on, and leaves it when closed.
@@ -30,14 +31,17 @@ from rocketmq_wire.bodies.heartbeat import SUB_ALL
 from rocketmq_wire.bodies.message_queue import MessageQueue
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.bodies.subscription import build_subscription
-from rocketmq_wire.command import DEFAULT_VERSION
+from rocketmq_wire.bodies.topic_config import TopicList
+from rocketmq_wire.codes import RequestCode, ResponseCode
+from rocketmq_wire.command import DEFAULT_VERSION, RemotingCommand
+from rocketmq_wire.errors import CodecError
 from rocketmq_wire.message import MessageExt
 from rocketmq_wire.message.sysflag import build_pull_sys_flag
 from rocketmq_wire.perm import is_readable
-from rocketmq_wire.topics import wrap_namespace
+from rocketmq_wire.topics import without_namespace, wrap_namespace
 from rocketmq_wire.transport import RemotingError
-from spark_connector.errors import SourceReadError
-from spark_connector.offsets import QueueKey
+from spark_connector.errors import DataLossError, SourceReadError
+from spark_connector.offsets import TopicQueue
 from spark_connector.options import ConnectionOptions
 
 logger = logging.getLogger("spark_connector.pull")
@@ -53,18 +57,20 @@ class QueueAddress:
     broker_name: str
     queue_id: int
     broker_addr: str
+    #: The topic as the query names it (without the namespace).
+    topic: str = ""
 
     @property
-    def key(self) -> QueueKey:
-        return (self.broker_name, self.queue_id)
+    def key(self) -> TopicQueue:
+        return (self.topic, self.broker_name, self.queue_id)
 
 
 class TopicReader:
     """Metadata requests and pulls for one topic over one client instance; ``async with`` closes it.
 
     It may be made outside an event loop (a Spark task makes it, then runs its reads on a loop of its own):
-    the instance is joined on first use. ``filter_sql``: pull only the messages this SQL92 expression
-    selects (else every message).
+    the instance is joined on first use. ``filter_sql`` / ``filter_tags``: pull only the messages this SQL92
+    or tag expression selects (else every message).
     """
 
     def __init__(
@@ -74,12 +80,14 @@ class TopicReader:
         *,
         timeout_ms: float = 10_000,
         filter_sql: str | None = None,
+        filter_tags: str | None = None,
     ) -> None:
         self.topic = topic
         self.wire_topic = wrap_namespace(connection.namespace, topic)
         self.timeout_ms = timeout_ms
+        self.namespace = connection.namespace
         self.subscription = (
-            build_subscription(self.wire_topic, SUB_ALL)
+            build_subscription(self.wire_topic, filter_tags or SUB_ALL)
             if filter_sql is None
             else filters.sql_subscription(self.wire_topic, filter_sql)
         )
@@ -147,6 +155,34 @@ class TopicReader:
         except FilterRefusedError as exc:
             raise SourceReadError(f"option 'filter.sql': {exc}") from exc
 
+    async def topic_names(self) -> list[str]:
+        """Every topic the NameServers know (GET_ALL_TOPIC_LIST_FROM_NAMESERVER), namespace removed; topics of
+        other namespaces are left out."""
+        request = RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER)
+        try:
+            response = await self._instance().namesrv.invoke(request)
+        except (ClientError, RemotingError) as exc:
+            raise SourceReadError(f"could not list the NameServers' topics: {exc}") from exc
+        if response.code != ResponseCode.SUCCESS:
+            raise SourceReadError(f"the NameServer refused the topic list: {response.code} {response.remark}")
+        try:
+            names = TopicList.from_json(response.body).topic_list
+        except CodecError as exc:
+            raise SourceReadError(f"the NameServer's topic list is unreadable: {exc}") from exc
+        prefix = f"{self.namespace}%" if self.namespace else None
+        if prefix is not None:
+            return sorted(
+                without_namespace(name, self.namespace) for name in names if name.startswith(prefix)
+            )
+        return sorted(name for name in names if "%" not in name)
+
+    async def exists(self) -> bool:
+        """Whether the NameServers route the topic (a deleted one has no route any more)."""
+        try:
+            return await self._instance().namesrv.get_route(self.wire_topic) is not None
+        except ClientError as exc:
+            raise SourceReadError(f"could not get the route of topic {self.wire_topic!r}: {exc}") from exc
+
     async def queues(self) -> list[QueueAddress]:
         """Every readable queue of the topic, sorted by broker name then queue id."""
         route = await self._route()
@@ -161,7 +197,9 @@ class TopicReader:
             if name is None or name not in addresses or not is_readable(data.perm):
                 continue
             addr = addresses[name]
-            result.extend(QueueAddress(name, queue_id, addr) for queue_id in range(data.read_queue_nums))
+            result.extend(
+                QueueAddress(name, queue_id, addr, self.topic) for queue_id in range(data.read_queue_nums)
+            )
         return sorted(result)
 
     def _wire_queue(self, queue: QueueAddress) -> MessageQueue:
@@ -181,7 +219,17 @@ class TopicReader:
         except (ConsumerError, RemotingError) as exc:
             raise self._failed(queue, "its last offset", exc) from exc
 
-    async def bounds(self, queues: Iterable[QueueAddress]) -> tuple[dict[QueueKey, int], dict[QueueKey, int]]:
+    async def search_offset(self, queue: QueueAddress, timestamp_ms: int) -> int:
+        """The offset of the first message of ``queue`` stored at or after ``timestamp_ms``
+        (SEARCH_OFFSET_BY_TIMESTAMP)."""
+        try:
+            return await self._api.search_offset(queue.broker_addr, self._wire_queue(queue), timestamp_ms)
+        except (ConsumerError, RemotingError) as exc:
+            raise self._failed(queue, f"the offset at time {timestamp_ms}", exc) from exc
+
+    async def bounds(
+        self, queues: Iterable[QueueAddress]
+    ) -> tuple[dict[TopicQueue, int], dict[TopicQueue, int]]:
         """The first offset still stored and the offset the next message will get, per queue."""
         listed = list(queues)
         lows = await asyncio.gather(*(self.min_offset(q) for q in listed))
@@ -192,12 +240,20 @@ class TopicReader:
         )
 
     async def pull_range(
-        self, queue: QueueAddress, start: int, end: int, *, group: str, batch_size: int = 32
+        self,
+        queue: QueueAddress,
+        start: int,
+        end: int,
+        *,
+        group: str,
+        batch_size: int = 32,
+        fail_on_data_loss: bool = False,
     ) -> AsyncGenerator[list[MessageExt], None]:
         """The messages at offsets ``start`` (inclusive) to ``end`` (exclusive), one list per pull.
 
-        Offsets the broker no longer has are skipped with a warning (retention deleted them), as is the end
-        of the range when the queue turns out to hold fewer messages than ``end`` promised.
+        Offsets the broker no longer has (retention deleted them since the range was planned) raise
+        :class:`DataLossError` with ``fail_on_data_loss``, else they are skipped with a warning; the end of
+        the range is skipped too when the queue turns out to hold fewer messages than ``end`` promised.
         """
         wire_queue = self._wire_queue(queue)
         offset = start
@@ -236,6 +292,10 @@ class TopicReader:
                 )
                 return
             elif result.status is PullStatus.OFFSET_ILLEGAL:
+                if fail_on_data_loss:
+                    raise DataLossError(
+                        self.topic, queue.broker_name, queue.queue_id, offset, next_offset, during="read"
+                    )
                 logger.warning(
                     "%s queue %d: offset %d is no longer stored, continuing at %d",
                     queue.broker_name,

@@ -104,7 +104,7 @@ def test_source_options() -> None:
         }
     )
     assert options.filter_sql == " a > 5 AND region = 'eu'"  # as written: Java keeps the expression
-    assert options.starting_offsets == {("broker-a", 0): 12, ("broker-a", 1): EARLIEST}
+    assert options.starting_offsets == {("T", "broker-a", 0): 12, ("T", "broker-a", 1): EARLIEST}
     assert options.ending_offsets == "latest"
     assert options.max_messages_per_trigger == 100
     assert options.pull_batch_size == 64
@@ -137,7 +137,8 @@ def test_offsets_json_round_trip_is_sorted_and_stable() -> None:
     as_json = offsets_to_json(offsets)
     assert json.dumps(as_json) == '{"broker-a": {"2": 3, "10": 7}, "broker-b": {"1": 5}}'
     assert offsets_from_json(json.loads(json.dumps(as_json))) == offsets
-    assert parse_offset_spec(json.dumps(as_json), "startingOffsets") == offsets
+    in_topic = {("T", broker, queue): offset for (broker, queue), offset in offsets.items()}
+    assert parse_offset_spec(json.dumps(as_json), "startingOffsets", "T") == in_topic
 
 
 def test_resolve_offsets_named_explicit_and_defaults() -> None:

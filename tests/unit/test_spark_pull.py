@@ -57,8 +57,8 @@ async def test_queues_bounds_and_exact_ranges(cluster: tuple[NameServer, Broker]
             ("broker-a", 1, broker.address),
         ]
         lows, highs = await reader.bounds(found)
-        assert lows == {("broker-a", 0): 0, ("broker-a", 1): 0}
-        assert highs == {("broker-a", 0): 15, ("broker-a", 1): 15}
+        assert lows == {("PullTopic", "broker-a", 0): 0, ("PullTopic", "broker-a", 1): 0}
+        assert highs == {("PullTopic", "broker-a", 0): 15, ("PullTopic", "broker-a", 1): 15}
         assert await pulled(reader, found[0], 0, 15, 4) == list(range(15))
         assert await pulled(reader, found[1], 3, 11, 32) == list(range(3, 11))
         assert await pulled(reader, found[1], 15, 15, 32) == []
