@@ -28,6 +28,7 @@ from spark_connector.options import (
     unknown_options,
 )
 from spark_connector.reader import RocketMQReader, RocketMQStreamReader
+from spark_connector.topic_check import check_topic_writable
 from spark_connector.writer import RocketMQStreamWriter, RocketMQWriter
 
 logger = logging.getLogger("spark_connector")
@@ -61,11 +62,17 @@ class RocketMQDataSource(DataSource):
                 "use mode('append')"
             )
         self._warn_unknown(SINK_OPTION_NAMES, "sink")
-        return RocketMQWriter(parse_sink_options(self.options), schema)
+        options = parse_sink_options(self.options)
+        writer = RocketMQWriter(options, schema)
+        check_topic_writable(options)
+        return writer
 
     def streamWriter(self, schema: StructType, overwrite: bool) -> DataSourceStreamWriter:
         self._warn_unknown(SINK_OPTION_NAMES, "sink")
-        return RocketMQStreamWriter(parse_sink_options(self.options), schema)
+        options = parse_sink_options(self.options)
+        writer = RocketMQStreamWriter(options, schema)
+        check_topic_writable(options)
+        return writer
 
     def reader(self, schema: StructType) -> DataSourceReader:
         _check_read_schema(schema)

@@ -79,8 +79,11 @@ def test_source_schema_columns() -> None:
     ]
 
 
-def test_the_data_source_class_without_a_jvm(caplog: pytest.LogCaptureFixture) -> None:
+def test_the_data_source_class_without_a_jvm(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import spark_connector
+    import spark_connector.source
     from spark_connector import OptionError
     from spark_connector.reader import RocketMQReader
     from spark_connector.writer import RocketMQWriter
@@ -89,12 +92,15 @@ def test_the_data_source_class_without_a_jvm(caplog: pytest.LogCaptureFixture) -
     assert source_cls.name() == "rocketmq"
     options = {"namesrv": "127.0.0.1:9876", "topic": "T", "batch.sise": "8"}
     source = source_cls(options)
+    checked: list[str | None] = []
+    monkeypatch.setattr(spark_connector.source, "check_topic_writable", lambda o: checked.append(o.topic))
     body_only = types.StructType([types.StructField("body", types.BinaryType())])
     with caplog.at_level("WARNING", logger="spark_connector"):
         writer = source.writer(body_only, overwrite=False)
     assert isinstance(writer, RocketMQWriter)
     assert writer.options.topic == "T"
     assert "batch.sise" in caplog.text, "a misspelt option is reported"
+    assert checked == ["T"], "the topic is checked on the driver, after the schema"
     with pytest.raises(OptionError, match="overwrite"):
         source.writer(body_only, overwrite=True)
     assert isinstance(source.reader(SOURCE_SCHEMA), RocketMQReader)
