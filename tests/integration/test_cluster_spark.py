@@ -9,18 +9,30 @@ Spark session (the ``spark`` fixture of :mod:`tests.integration.spark_fixtures`)
 
 from __future__ import annotations
 
+import asyncio
+import re
+import time
+from pathlib import Path
 from typing import Any
 
 import pytest
 
+from producer import Message, Producer
+from spark_connector.progress import read_batch_metrics
 from tests.integration.clusters.fixture import representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
+from tests.integration.clusters.topics import create_on_every_broker
 
 pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
 
 ROWS = 30
 SETUPS = representative_setups()
+#: The Kafka-habit options need the brokers' answers (route listing, tag filter, search by time, timers):
+#: the project's servers and one Apache 5 line are enough, as the wire calls are the clients' own.
+KAFKA_SETUPS = [s for s in SETUPS if s.id in ("python", "binaries-5.3.3")]
+#: How far ahead the sink's timer rows are due: long enough to see them held back.
+TIMER_DELAY_MS = 4000
 
 
 def rows() -> list[tuple[Any, ...]]:
@@ -66,8 +78,102 @@ def test_dataframe_written_and_read_back(cluster: Cluster, spark: Any) -> None:
     assert len({row.msg_id for row in collected}) == ROWS
 
 
+async def _send(namesrv: str, messages: list[Message]) -> None:
+    async with Producer(unique_name("SparkKafkaHabits"), namesrv) as producer:
+        for message in messages:
+            await producer.send(message)
+
+
+def _read(spark: Any, cluster: Cluster, **options: str) -> list[Any]:
+    read = spark.read.format("rocketmq").option("namesrv", cluster.namesrv)
+    for name, value in options.items():
+        read = read.option(name, value)
+    return list(read.load().collect())
+
+
+def _stream(spark: Any, cluster: Cluster, checkpoint: Path, **options: str) -> list[Any]:
+    """One ``availableNow`` run into ``foreachBatch``; the rows of every micro-batch."""
+    got: list[Any] = []
+    read = spark.readStream.format("rocketmq").option("namesrv", cluster.namesrv)
+    for name, value in options.items():
+        read = read.option(name, value)
+    query = (
+        read.load()
+        .writeStream.foreachBatch(lambda df, _batch: got.extend(df.collect()))
+        .option("checkpointLocation", str(checkpoint))
+        .trigger(availableNow=True)
+        .start()
+    )
+    assert query.awaitTermination(60), "the availableNow run ended"
+    assert query.exception() is None
+    return got
+
+
+@pytest.mark.parametrize("cluster", KAFKA_SETUPS, ids=[s.id for s in KAFKA_SETUPS], indirect=True)
+def test_kafka_habits_topics_pattern_tags_timestamps_and_timer_rows(
+    cluster: Cluster, spark: Any, tmp_path: Path
+) -> None:
+    """One scenario for the source's Kafka-like options and the sink's timer column, on real brokers:
+    timer rows written first (and checked last, when due); ``topics`` with ``filter.tags``; a streaming
+    ``topicPattern`` query from ``startingOffsetsByTimestamp`` that picks up a topic created between two
+    runs, with its figures in ``metrics.path``."""
+    base = unique_name("SparkKafka")
+    timer_topic = _run(create_on_every_broker(cluster, "SparkTimer", 2))
+    due = int(time.time() * 1000) + TIMER_DELAY_MS
+    timer_rows = spark.createDataFrame(
+        [(f"timer {i}", due) for i in range(3)], "body string, deliver_time long"
+    )
+    timer_rows.write.format("rocketmq").option("namesrv", cluster.namesrv).option("topic", timer_topic).mode(
+        "append"
+    ).save()
+
+    first, second = (_run(create_on_every_broker(cluster, f"{base}-{part}", 2)) for part in "AB")
+    early = [
+        Message(t, f"{t} early {i}".encode(), tags="Keep" if i % 2 else "Drop")
+        for t in (first, second)
+        for i in range(6)
+    ]
+    _run(_send(cluster.namesrv, early))
+    time.sleep(0.05)
+    middle = int(time.time() * 1000)
+    time.sleep(0.05)
+    late = [
+        Message(t, f"{t} late {i}".encode(), tags="Keep" if i % 2 else "Drop")
+        for t in (first, second)
+        for i in range(4)
+    ]
+    _run(_send(cluster.namesrv, late))
+
+    kept = _read(spark, cluster, topics=f"{first},{second}", **{"filter.tags": "Keep"})
+    assert sorted(bytes(r.body) for r in kept) == sorted(m.body for m in early + late if m.tags == "Keep")
+    assert {r.topic for r in kept} == {first, second} and {r.tags for r in kept} == {"Keep"}
+
+    pattern = re.escape(base) + "-.*"
+    metrics = tmp_path / "metrics.jsonl"
+    options = {
+        "topicPattern": pattern,
+        "metrics.path": str(metrics),
+        "startingOffsetsByTimestamp": str(middle),
+    }
+    since = _stream(spark, cluster, tmp_path / "checkpoint", **options)
+    assert sorted(bytes(r.body) for r in since) == sorted(m.body for m in late), (
+        "from the time on, both topics"
+    )
+    third = _run(create_on_every_broker(cluster, f"{base}-C", 2))
+    _run(_send(cluster.namesrv, [Message(third, f"new topic {i}".encode()) for i in range(5)]))
+    picked_up = _stream(spark, cluster, tmp_path / "checkpoint", **options)
+    assert sorted(bytes(r.body) for r in picked_up) == sorted(f"new topic {i}".encode() for i in range(5))
+    figures = read_batch_metrics(metrics)
+    assert sum(f.messages for f in figures) == len(late) + 5
+    assert figures[-1].topics == tuple(sorted((first, second, third))) and figures[-1].lag == 0
+    assert {f.skipped_total for f in figures} == {0}
+
+    timers = _run(read_topic(cluster.namesrv, timer_topic, 3, timeout_s=20))
+    assert sorted(m.body for m in timers) == [f"timer {i}".encode() for i in range(3)]
+    assert min(m.store_timestamp for m in timers) >= due - 1000, "held back until due"
+
+
 def _run(coroutine: Any) -> Any:
     """This test is synchronous (Spark's calls block); the read-back helper is async."""
-    import asyncio
 
     return asyncio.run(coroutine)
