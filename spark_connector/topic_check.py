@@ -4,7 +4,8 @@ A job whose ``topic`` option names a topic that no broker serves would otherwise
 after the other, possibly after other tasks (or other topics' rows) were written. The driver asks as the
 producer does before its first send: the topic's route, else the route of the auto-create key topic
 (TBW102), which a broker registers only when it creates topics on demand (``autoCreateTopicEnable``).
-Rows that name their topic in a ``topic`` column are checked by the producer at their first send.
+Rows that name their topic in a ``topic`` column are checked by the producer at their first send. A cluster
+that cannot be asked at all is left to the tasks, which fail and report it as before (an aborted job).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import asyncio
 import logging
 
 from producer import Producer
-from producer.errors import NoRouteError
+from producer.errors import NoRouteError, ProducerError
 from spark_connector.errors import OptionError
 from spark_connector.options import SinkOptions
 
@@ -49,4 +50,7 @@ def check_topic_writable(options: SinkOptions) -> None:
             f"(autoCreateTopicEnable=false): create it first (rmq topic create, mqadmin updateTopic); "
             f"nothing was written ({exc})"
         ) from None
+    except ProducerError as exc:
+        logger.warning("could not check that topic %s exists; the tasks will find out: %s", topic, exc)
+        return
     logger.debug("topic %s is writable on %d queue(s)", topic, queues)

@@ -322,3 +322,18 @@ def test_python_workers_are_forked_by_the_connectors_daemon(spark: SparkSession)
 
     parents = set(spark.sparkContext.parallelize(range(4), 2).map(parent_command).collect())
     assert parents and all("-m spark_connector.daemon" in command for command in parents), parents
+
+
+def test_an_unknown_topic_fails_on_the_driver_unless_brokers_create_topics(
+    spark: SparkSession, cluster: LocalCluster, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Asked as the producer asks: the topic's route, else the auto-create key topic's (TBW102)."""
+    df = spark.createDataFrame([(f"row {i}",) for i in range(4)], "body string").repartition(2)
+    store = tmp_path_factory.mktemp("no-auto-create") / "store"
+    with LocalCluster(store, auto_create_topic_enable=False) as strict:
+        before = strict.commit_log_end()
+        with pytest.raises(Exception, match="topic 'SparkNoSuchTopic' does not exist and no broker creates"):
+            writer(df, strict, topic="SparkNoSuchTopic").save()
+        assert strict.commit_log_end() == before, "nothing was written"
+    writer(df, cluster, topic="SparkCreatedOnFirstWrite").save()  # this broker creates topics on demand
+    assert cluster.message_count("SparkCreatedOnFirstWrite") == 4

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from admin import Admin
 from producer import Message
 from spark_connector.testing import LocalCluster, spark_unavailable_reason
 
@@ -21,6 +23,8 @@ if _MISSING is not None:
     pytest.skip(_MISSING, allow_module_level=True)
 
 from pyspark.sql import DataFrame, SparkSession  # noqa: E402
+
+from spark_connector.progress import read_batch_metrics  # noqa: E402
 
 PER_QUEUE = 20
 
@@ -158,3 +162,73 @@ def test_streaming_starting_at_latest_reads_only_new_messages(
         spark, cluster, tmp_path / "checkpoint", topic="StreamLatest", startingOffsets="latest"
     )
     assert [row.body for _, rows in second.batches for row in rows] == [b"new"]
+
+
+#: Commit-log files of 64 KiB and bodies of 8 KiB: a few dozen messages fill several files.
+SEGMENT_BYTES = 64 * 1024
+BODY = b"x" * 8192
+
+
+def test_offsets_deleted_by_retention_fail_the_query_or_are_skipped_and_counted(
+    spark: SparkSession, tmp_path: Path
+) -> None:
+    """A checkpoint left behind by retention: the broker's own clean-up (DELETE_EXPIRED_COMMITLOG, asked as
+    ``mqadmin deleteExpiredCommitLog`` asks, no reserve time) removes the files holding its next offset."""
+    every_hour = ";".join(str(hour) for hour in range(24))
+    settings = {
+        "mapped_file_size_commit_log": SEGMENT_BYTES,
+        "file_reserved_time": 0,
+        "delete_when": every_hour,
+    }
+    with LocalCluster(tmp_path / "store", **settings) as local:
+        local.create_topic("LossTopic", 1)
+        local.send([Message("LossTopic", BODY) for _ in range(5)])
+        checkpoint = tmp_path / "checkpoint"
+        first = run_stream(spark, local, checkpoint, topic="LossTopic")
+        assert sum(len(rows) for _, rows in first.batches) == 5
+        local.send([Message("LossTopic", BODY + str(i).encode()) for i in range(30)])
+
+        async def delete_expired() -> int:
+            async with Admin(local.namesrv_address) as admin:
+                await admin.delete_expired_commit_log(broker_addr=local.broker_address)
+            return local.broker.store.get_min_offset("LossTopic", 0)
+
+        deadline = time.monotonic() + 20
+        low = local.call(delete_expired)
+        while low <= 5 and time.monotonic() < deadline:  # a file goes once flushed: the flush is periodic
+            time.sleep(0.2)
+            low = local.call(delete_expired)
+        assert low > 5, "retention deleted the files holding the checkpoint's next offset"
+
+        read = spark.readStream.format("rocketmq").option("namesrv", local.namesrv_address)
+        failing = (
+            read.option("topic", "LossTopic")
+            .load()
+            .writeStream.foreachBatch(Collected())
+            .option("checkpointLocation", str(checkpoint))
+            .trigger(availableNow=True)
+            .start()
+        )
+        with pytest.raises(
+            Exception,
+            match=(
+                rf"data loss on topic 'LossTopic', broker broker-a, queue 0: the query's next offset is 5 "
+                rf"but the broker keeps offsets from {low} on"
+            ),
+        ):
+            failing.awaitTermination(60)
+
+        metrics = tmp_path / "metrics.jsonl"
+        skipping = run_stream(
+            spark,
+            local,
+            checkpoint,
+            topic="LossTopic",
+            failOnDataLoss="false",
+            **{"metrics.path": str(metrics)},
+        )
+        offsets = sorted(row.queue_offset for _, rows in skipping.batches for row in rows)
+        assert offsets == list(range(low, 35)), "read on from the first offset still kept"
+        figures = read_batch_metrics(metrics)
+        assert (sum(f.skipped for f in figures), figures[-1].skipped_total) == (low - 5, low - 5)
+        assert sum(f.messages for f in figures) == 35 - low
