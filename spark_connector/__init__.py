@@ -11,9 +11,11 @@ Write a DataFrame whose columns are the parts of a message, read a topic back as
     orders = spark.read.format("rocketmq").option("namesrv", "ns:9876").option("topic", "Orders").load()
 
 Columns, options and delivery guarantees are described in ``docs/spark.md``. Modules: ``options`` and
-``offsets`` (settings, checked on the driver), ``columns`` (both schemas), ``rows`` and ``sender`` (a task's
-rows to pipelined sends), ``summary`` (commit figures), ``pull`` and ``records`` (reading queues),
-``writer``/``reader``/``source`` (the Spark classes), ``testing`` (a local NameServer and Broker in a thread).
+``offsets`` and ``timestamps`` (settings, checked on the driver), ``columns`` (both schemas), ``rows`` and
+``sender`` (a task's rows to pipelined sends), ``summary`` (commit figures), ``topic_check`` (the sink's
+topic, before a write), ``pull`` and ``records`` (reading queues), ``progress`` (the source's figures per
+micro-batch), ``writer``/``reader``/``source`` (the Spark classes), ``testing`` (a local NameServer and Broker
+in a thread).
 
 The Spark classes need ``pyspark`` (the ``spark`` extra); they are imported when first used, so the
 option, row and summary helpers work without it.
@@ -25,6 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from spark_connector.errors import (
     ConnectorError,
+    DataLossError,
     OptionError,
     RowError,
     SchemaError,
@@ -42,6 +45,7 @@ _NEEDS_PYSPARK = {"RocketMQDataSource": "spark_connector.source", "register": "s
 __all__ = [
     "CommitSummary",
     "ConnectorError",
+    "DataLossError",
     "OptionError",
     "PartitionReport",
     "RocketMQDataSource",
