@@ -78,6 +78,11 @@ def test_dataframe_written_and_read_back(cluster: Cluster, spark: Any) -> None:
     assert len({row.msg_id for row in collected}) == ROWS
 
 
+async def _create(cluster: Cluster, *prefixes: str) -> list[str]:
+    """Topics of two queues per broker, created side by side (each waits for its route)."""
+    return list(await asyncio.gather(*(create_on_every_broker(cluster, prefix, 2) for prefix in prefixes)))
+
+
 async def _send(namesrv: str, messages: list[Message]) -> None:
     async with Producer(unique_name("SparkKafkaHabits"), namesrv) as producer:
         for message in messages:
@@ -118,7 +123,7 @@ def test_kafka_habits_topics_pattern_tags_timestamps_and_timer_rows(
     ``topicPattern`` query from ``startingOffsetsByTimestamp`` that picks up a topic created between two
     runs, with its figures in ``metrics.path``."""
     base = unique_name("SparkKafka")
-    timer_topic = _run(create_on_every_broker(cluster, "SparkTimer", 2))
+    timer_topic, first, second = _run(_create(cluster, "SparkTimer", f"{base}-A", f"{base}-B"))
     due = int(time.time() * 1000) + TIMER_DELAY_MS
     timer_rows = spark.createDataFrame(
         [(f"timer {i}", due) for i in range(3)], "body string, deliver_time long"
@@ -127,7 +132,6 @@ def test_kafka_habits_topics_pattern_tags_timestamps_and_timer_rows(
         "append"
     ).save()
 
-    first, second = (_run(create_on_every_broker(cluster, f"{base}-{part}", 2)) for part in "AB")
     early = [
         Message(t, f"{t} early {i}".encode(), tags="Keep" if i % 2 else "Drop")
         for t in (first, second)
