@@ -13,8 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
-from producer import Producer
-from producer.errors import NoRouteError, ProducerError
+from producer import NoRouteError, Producer, ProducerError
 from spark_connector.errors import OptionError
 from spark_connector.options import SinkOptions
 
