@@ -16,38 +16,25 @@ import logging
 
 from broker.acl.errors import AclError
 from broker.acl.manager import PlainAclManager
+from broker.request_check import Verdict, checked, checked_inline
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.transport import Connection, Handler, InlineHandler, Outcome
+from rocketmq_wire.transport import Connection, Handler, InlineHandler
 
 log = logging.getLogger("broker.acl")
 
 
 def acl_guarded(handler: Handler, manager: PlainAclManager) -> Handler:
-    """``handler`` behind the ACL check of ``manager`` (whose rules may be reloaded meanwhile)."""
-
-    @functools.wraps(handler)
-    async def run(request: RemotingCommand, conn: Connection) -> Outcome:
-        refused, answer = _check(request, conn, manager)
-        return answer if refused else await handler(request, conn)
-
-    return run
+    """``handler`` behind the check of ``manager``."""
+    return checked(handler, functools.partial(_check, manager=manager))
 
 
 def acl_guarded_inline(handler: InlineHandler, manager: PlainAclManager) -> InlineHandler:
     """:func:`acl_guarded` for a handler registered inline."""
-
-    @functools.wraps(handler)
-    def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        refused, answer = _check(request, conn, manager)
-        return answer if refused else handler(request, conn)
-
-    return run
+    return checked_inline(handler, functools.partial(_check, manager=manager))
 
 
-def _check(
-    request: RemotingCommand, conn: Connection, manager: PlainAclManager
-) -> tuple[bool, RemotingCommand | None]:
+def _check(request: RemotingCommand, conn: Connection, *, manager: PlainAclManager) -> Verdict:
     """(refused, the answer to a refused request: none for a oneway)."""
     try:
         manager.check(request, conn.remote_address)

@@ -12,34 +12,25 @@ import logging
 
 from broker.auth.errors import AuthError
 from broker.auth.service import AuthService
+from broker.request_check import Verdict, checked, checked_inline
 from rocketmq_wire.codes import ResponseCode
 from rocketmq_wire.command import RemotingCommand
-from rocketmq_wire.transport import Connection, Handler, InlineHandler, Outcome
+from rocketmq_wire.transport import Connection, Handler, InlineHandler
 
 log = logging.getLogger("broker.auth")
 
 
 def auth_guarded(handler: Handler, service: AuthService) -> Handler:
-    @functools.wraps(handler)
-    async def run(request: RemotingCommand, conn: Connection) -> Outcome:
-        refused, answer = _check(request, conn, service)
-        return answer if refused else await handler(request, conn)
-
-    return run
+    """``handler`` behind the check of ``service``."""
+    return checked(handler, functools.partial(_check, service=service))
 
 
 def auth_guarded_inline(handler: InlineHandler, service: AuthService) -> InlineHandler:
-    @functools.wraps(handler)
-    def run(request: RemotingCommand, conn: Connection) -> RemotingCommand | None:
-        refused, answer = _check(request, conn, service)
-        return answer if refused else handler(request, conn)
-
-    return run
+    """:func:`auth_guarded` for a handler registered inline."""
+    return checked_inline(handler, functools.partial(_check, service=service))
 
 
-def _check(
-    request: RemotingCommand, conn: Connection, service: AuthService
-) -> tuple[bool, RemotingCommand | None]:
+def _check(request: RemotingCommand, conn: Connection, *, service: AuthService) -> Verdict:
     """(refused, the answer to a refused request: none for a oneway)."""
     try:
         service.check(request, conn.remote_address)
