@@ -30,7 +30,10 @@ ROWS = 30
 SETUPS = representative_setups()
 #: The Kafka-habit options need the brokers' answers (topic listing, tag filter, search by time):
 #: the project's servers and one Apache 5 line are enough, as the wire calls are the clients' own.
-KAFKA_SETUPS = [s for s in SETUPS if s.id in ("python", "binaries-5.3.3")]
+#: The project's broker only: tag filtering, timestamps and topic discovery are the brokers' ordinary
+#: requests (checked against Apache's elsewhere), and Apache's first route of a new topic made this scenario
+#: a minute long there.
+KAFKA_SETUPS = [s for s in SETUPS if s.id == "python"]
 
 
 def rows() -> list[tuple[Any, ...]]:

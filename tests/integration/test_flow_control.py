@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import collections
 import logging
+import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,12 @@ from tests.integration.java_peer.fixtures import JavaClientFactory
 pytestmark = [pytest.mark.integration]
 log = logging.getLogger("tests.flow_control")
 
-#: The project's broker, and Apache's of each full release.
+#: The project's broker, and Apache's oldest full release: the 4.9 line users met the failures on, whose
+#: send-queue flow control 5.x keeps unchanged (``ROCKETMQ_FLOW_CONTROL_ALL=1`` adds every full release).
 SETUPS = ["python", *(f"binaries-{release.version}" for release in full_releases())]
-#: The 100,000-row Spark write (a minute each) runs against the project's broker and Apache's oldest full
-#: release, the 4.9 line users met the failures on; the pipelined and batch floods run on every set-up.
+if not os.environ.get("ROCKETMQ_FLOW_CONTROL_ALL"):
+    SETUPS = SETUPS[:2]
+#: The 100,000-row Spark write (a minute each) runs on the same two.
 SPARK_SETUPS = SETUPS[:2]
 #: Apache's answer to a send that waited too long in its queue.
 TIMEOUT_CLEAN_QUEUE = "[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while"
