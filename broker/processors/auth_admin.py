@@ -153,30 +153,36 @@ class _AuthAdmin:
         raise NotImplementedError
 
 
+def _user_to_write(
+    request: RemotingCommand, auth: AuthService, username: str | None, verb: str
+) -> User | RemotingCommand:
+    """The user a create or update request carries, or Apache's refusal: a blank name, or a super user
+    written by someone who is not one (the remark names the request's ``verb``, in Apache's words)."""
+    if not username:
+        return request.make_response(ResponseCode.INVALID_PARAMETER, USERNAME_BLANK)
+    user = _user_of(request, username)
+    if user.is_super and _not_super_login(request, auth):
+        return request.make_response(
+            ResponseCode.SYSTEM_ERROR, f"The super user can only be {verb} by super user"
+        )
+    return user
+
+
 class CreateUserProcessor(_AuthAdmin):
     def answer(self, request: RemotingCommand, auth: AuthService) -> RemotingCommand:
-        username = read_header(request, CreateUserRequestHeader).username
-        if not username:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, USERNAME_BLANK)
-        user = _user_of(request, username)
-        if user.is_super and _not_super_login(request, auth):
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, "The super user can only be create by super user"
-            )
+        user = _user_to_write(request, auth, read_header(request, CreateUserRequestHeader).username, "create")
+        if isinstance(user, RemotingCommand):
+            return user
         auth.metadata.create_user(user)
         return request.make_response(ResponseCode.SUCCESS)
 
 
 class UpdateUserProcessor(_AuthAdmin):
     def answer(self, request: RemotingCommand, auth: AuthService) -> RemotingCommand:
-        username = read_header(request, UpdateUserRequestHeader).username
-        if not username:
-            return request.make_response(ResponseCode.INVALID_PARAMETER, USERNAME_BLANK)
-        user = _user_of(request, username)
-        if user.is_super and _not_super_login(request, auth):
-            return request.make_response(
-                ResponseCode.SYSTEM_ERROR, "The super user can only be update by super user"
-            )
+        user = _user_to_write(request, auth, read_header(request, UpdateUserRequestHeader).username, "update")
+        if isinstance(user, RemotingCommand):
+            return user
+        username = user.username
         old = auth.metadata.user(username)
         if old is None:
             raise _Refused("The user is not exist")

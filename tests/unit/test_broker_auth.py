@@ -298,6 +298,17 @@ def test_users_are_created_read_updated_listed_and_deleted(service: AuthService)
         ResponseCode.SYSTEM_ERROR,
         "The super user can only be update by super user",
     )
+    made_super = _answer(
+        CreateUserProcessor(auth=service),
+        _request(
+            RequestCode.AUTH_CREATE_USER, header=CreateUserRequestHeader(username="carol"), body=to_super
+        ),
+    )
+    assert (made_super.code, made_super.remark) == (
+        ResponseCode.SYSTEM_ERROR,
+        "The super user can only be create by super user",
+    )
+    assert service.metadata.user("carol") is None
     listed = _answer(
         ListUsersProcessor(auth=service),
         _request(RequestCode.AUTH_LIST_USER, header=ListUsersRequestHeader(filter="o")),
