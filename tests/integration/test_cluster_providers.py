@@ -12,6 +12,7 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import zipfile
 from pathlib import Path
 
@@ -22,7 +23,7 @@ from tests.integration.apache.cache import CACHE_ENV
 from tests.integration.apache.releases import VERSIONS_ENV, ApacheRelease, full_releases, releases
 from tests.integration.apache.servers import start_namesrv
 from tests.integration.clusters import apache_docker, processes, providers
-from tests.integration.clusters.launch import Launch
+from tests.integration.clusters.launch import Launch, NamesrvEndpoint
 from tests.integration.clusters.model import ProviderUnavailable
 from tests.integration.clusters.processes import (
     ManagedProcess,
@@ -163,6 +164,46 @@ def test_discarding_a_launch_kills_only_the_processes_that_allow_it(tmp_path: Pa
     # SIGTERM reaches the group and the process: a second one during the interpreter's exit (handlers are
     # reset by then) ends it by the signal instead of its exit(7). Either way: terminated, not killed.
     assert termed.popen.returncode in (7, -signal.SIGTERM)
+
+
+def _dies_with(message: str) -> str:
+    return f"import sys; print({message!r}, flush=True); sys.exit(1)"
+
+
+@pytest.mark.parametrize(
+    ("first_words", "attempts"),
+    [("java.net.BindException: Address already in use", 2), ("java.lang.OutOfMemoryError", 1)],
+)
+def test_a_start_that_lost_its_port_is_tried_once_more_on_fresh_ports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, first_words: str, attempts: int
+) -> None:
+    """Another worker's server can bind a port between its pick and its use: only that failure is worth a
+    second start; anything else is raised at once with the first attempt's logs."""
+    ports: list[int] = []
+
+    def start(launch: Launch) -> providers.Started:
+        ports.append(free_port())
+        words = first_words if len(ports) == 1 else "up"
+        code = _dies_with(words) if words != "up" else "print('up', flush=True)"
+        process = launch.process("namesrv", [sys.executable, "-c", code])
+        process.wait_for_output(re.compile("^up$", re.M), time.monotonic() + 20)
+        return providers.Started(NamesrvEndpoint(f"127.0.0.1:{ports[-1]}", "test"), (("b", "python"),))
+
+    registered = types.SimpleNamespace(broker_addrs=["127.0.0.1:10911"])
+    monkeypatch.setattr(providers, "wait_for_broker_sync", lambda *_: registered)
+
+    spec = providers.ProviderSpec("fake", "python", start, register_timeout_s=1.0)
+    logs = tmp_path / "logs"
+    if attempts == 1:
+        with pytest.raises(StartupError, match="OutOfMemoryError"):
+            providers.start_cluster(spec, tmp_path / "work", logs)
+        assert len(ports) == 1
+        return
+    cluster, launch = providers.start_cluster(spec, tmp_path / "work", logs)
+    assert launch.stop(discard=True) == []
+    assert len(ports) == 2 and cluster.namesrv == f"127.0.0.1:{ports[1]}"
+    assert "BindException" in (tmp_path / "logs-port-taken" / "namesrv.log").read_text()
+    assert "BindException" not in (logs / "namesrv.log").read_text()
 
 
 def test_port_block_leaves_room_for_the_vip_and_ha_ports() -> None:

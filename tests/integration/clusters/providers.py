@@ -20,6 +20,7 @@ import dataclasses
 import functools
 import logging
 import os
+import shutil
 from collections.abc import Callable
 from pathlib import Path
 
@@ -36,6 +37,7 @@ from tests.integration.clusters.model import (
     ProviderUnavailable,
 )
 from tests.integration.clusters.probe import wait_for_broker_sync
+from tests.integration.clusters.processes import StartupError
 
 log = logging.getLogger("tests.clusters.providers")
 
@@ -269,12 +271,38 @@ def provider_specs() -> list[ProviderSpec]:
     return specs
 
 
+#: What a JVM or the project's servers log when the port they were handed was taken in between.
+_PORT_TAKEN = ("Address already in use", "BindException", "EADDRINUSE")
+
+
 def start_cluster(spec: ProviderSpec, work_dir: Path, logs_dir: Path) -> tuple[Cluster, Launch]:
     """Start ``spec``'s servers and wait until the NameServer lists every broker; on any failure everything
-    started so far is stopped before the error propagates."""
+    started so far is stopped before the error propagates.
+
+    Ports are picked free but bound later by another process, so a server of another xdist worker can take
+    one in between (the suite saw Apache's NameServer die of a BindException). Such a start, and only such
+    a start, is tried once more on fresh ports; the first attempt's logs stay beside the second's.
+    """
+    first = _new_launch(work_dir, logs_dir)
+    try:
+        return _start_on(spec, first)
+    except StartupError:
+        taken = [p.name for p in first.processes if any(mark in p.log_text() for mark in _PORT_TAKEN)]
+        if not taken:
+            raise
+    log.warning("%s: a port was taken before %s bound it; starting once more", spec.id, ", ".join(taken))
+    shutil.rmtree(work_dir, ignore_errors=True)
+    logs_dir.rename(logs_dir.with_name(logs_dir.name + "-port-taken"))
+    return _start_on(spec, _new_launch(work_dir, logs_dir))
+
+
+def _new_launch(work_dir: Path, logs_dir: Path) -> Launch:
     work_dir.mkdir(parents=True, exist_ok=True)
     logs_dir.mkdir(parents=True, exist_ok=True)
-    launch = Launch(work_dir, logs_dir)
+    return Launch(work_dir, logs_dir)
+
+
+def _start_on(spec: ProviderSpec, launch: Launch) -> tuple[Cluster, Launch]:
     try:
         started = spec.start(launch)
         brokers = []
@@ -295,6 +323,6 @@ def start_cluster(spec: ProviderSpec, work_dir: Path, logs_dir: Path) -> tuple[C
         namesrv=started.namesrv.addr,
         brokers=tuple(brokers),
         cluster_name=CLUSTER_NAME,
-        logs_dir=logs_dir,
+        logs_dir=launch.logs_dir,
     )
     return cluster, launch
