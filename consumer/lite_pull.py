@@ -28,7 +28,7 @@ from client.stats import StatsCallback
 from client.telemetry import Observation, OtelOptions
 from client.timers import run_periodically
 from consumer import commands, direct, running_info
-from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
+from consumer.allocate import AllocateStrategy, sorted_queues
 from consumer.config import AllocateStrategyName, ConsumerConfig
 from consumer.core import ConsumerCore, merged_config, parse_message_model
 from consumer.errors import ConsumerError, ConsumerStateError, InvalidOffsetError
@@ -96,14 +96,9 @@ class PullConsumer:
             timestamp_ms=timestamp_ms(consume_timestamp),
             rng=rng,
         )
-        if isinstance(allocate_strategy, str):
-            self._strategy = strategy_named(
-                allocate_strategy, [self._core.wire_queue(q) for q in allocate_queues]
-            )
-            self._strategy_label = running_info.strategy_label(str(allocate_strategy), self._strategy)
-        else:
-            self._strategy = allocate_strategy
-            self._strategy_label = running_info.strategy_label(None, allocate_strategy)
+        self._strategy, self._strategy_label = running_info.chosen_strategy(
+            self._core, allocate_strategy, allocate_queues
+        )
         self.auto_commit = auto_commit
         self._rebalance_listener = rebalance_listener
         self._mode: str | None = None

@@ -30,7 +30,7 @@ from client.telemetry import NO_OBSERVER, Observation, OtelOptions
 from client.timers import run_periodically
 from client.trace import TraceDispatcher
 from consumer import commands, direct, running_info
-from consumer.allocate import AllocateStrategy, sorted_queues, strategy_named
+from consumer.allocate import AllocateStrategy, sorted_queues
 from consumer.config import AllocateStrategyName, ConsumerConfig
 from consumer.consume_concurrently import ConcurrentConsumeService
 from consumer.consume_orderly import OrderlyConsumeService
@@ -135,14 +135,9 @@ class PushConsumer:
             timestamp_ms=timestamp_ms(consume_timestamp),
             rng=rng,
         )
-        if isinstance(allocate_strategy, str):
-            self._strategy = strategy_named(
-                allocate_strategy, [self._core.wire_queue(q) for q in allocate_queues]
-            )
-            self._strategy_label = running_info.strategy_label(str(allocate_strategy), self._strategy)
-        else:
-            self._strategy = allocate_strategy
-            self._strategy_label = running_info.strategy_label(None, allocate_strategy)
+        self._strategy, self._strategy_label = running_info.chosen_strategy(
+            self._core, allocate_strategy, allocate_queues
+        )
         self._rebalance_listener = rebalance_listener
         self._handler: MessageHandler | None = None
         self._orderly = False

@@ -21,10 +21,12 @@ from __future__ import annotations
 import datetime as dt
 import enum
 import logging
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from consumer import commands
+from consumer.allocate import AllocateStrategy, strategy_named
+from consumer.config import AllocateStrategyName
 from consumer.core import ConsumerCore
 from consumer.diagnostics import jstack
 from consumer.errors import ConsumerError
@@ -76,6 +78,19 @@ def strategy_label(name: str | None, strategy: object) -> str:
     if name is not None and name in _STRATEGY_NAMES:
         return _STRATEGY_NAMES[name]
     return getattr(strategy, "__qualname__", None) or type(strategy).__qualname__
+
+
+def chosen_strategy(
+    core: ConsumerCore,
+    strategy: AllocateStrategyName | str | AllocateStrategy,
+    configured: Sequence[MessageQueue],
+) -> tuple[AllocateStrategy, str]:
+    """A push or lite pull consumer's ``allocate_strategy`` argument as the callable it rebalances with, and
+    the label its running info shows for it; ``configured`` serves ``by_config``, in the user's namespace."""
+    if isinstance(strategy, str):
+        chosen = strategy_named(strategy, [core.wire_queue(q) for q in configured])
+        return chosen, strategy_label(str(strategy), chosen)
+    return strategy, strategy_label(None, strategy)
 
 
 def client_fields(core: ConsumerCore) -> list[Field]:
