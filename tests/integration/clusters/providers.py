@@ -21,7 +21,7 @@ import functools
 import logging
 import os
 import shutil
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from tests.integration.apache import jvm, maven, servers
@@ -154,28 +154,31 @@ def _apache_and_python_brokers(release: ApacheRelease) -> Starter:
     return start
 
 
-def _apache_and_python_brokers_on_python_namesrv(release: ApacheRelease) -> Starter:
+def _apache_and_python_brokers_on_python_namesrv(
+    release: ApacheRelease, extra: Mapping[str, str] | None = None
+) -> Starter:
     """The project's NameServer with two masters in one cluster: Apache's (``it-broker-a``) and the
-    project's (``it-broker-b``)."""
+    project's (``it-broker-b``), both with the ``extra`` broker settings."""
 
     def start(launch: Launch) -> Started:
         namesrv = python_servers.start_namesrv(launch, _profile(release))
-        servers.start_broker(launch, release, namesrv.addr)
-        python_servers.start_broker(launch, namesrv.addr, broker_name=SECOND_BROKER_NAME)
+        servers.start_broker(launch, release, namesrv.addr, extra=extra)
+        python_servers.start_broker(launch, namesrv.addr, broker_name=SECOND_BROKER_NAME, extra=extra)
         return Started(namesrv, ((BROKER_NAME, release.version), (SECOND_BROKER_NAME, "python")))
 
     return start
 
 
-def all_servers_mixed_spec(release: ApacheRelease) -> ProviderSpec:
-    """One cluster of the project's NameServer, an Apache ``release`` broker and the project's broker.
+def all_servers_mixed_spec(release: ApacheRelease, extra: Mapping[str, str] | None = None) -> ProviderSpec:
+    """One cluster of the project's NameServer, an Apache ``release`` broker and the project's broker, both
+    brokers started with the ``extra`` settings (those Apache reads only at start: ACL 2.0's, say).
 
     Not among :func:`provider_specs` (every scenario on the shared ``cluster`` would run on it): a module
     that needs it starts it for itself (:func:`~tests.integration.clusters.fixture.running_cluster`)."""
     return ProviderSpec(
         f"mixed-apache-{release.version}-and-python-brokers-on-python-namesrv",
         "mixed",
-        _apache_and_python_brokers_on_python_namesrv(release),
+        _apache_and_python_brokers_on_python_namesrv(release, extra),
         JAVA_REGISTER_S,
         functools.partial(java_unavailable, release),
         release,

@@ -21,13 +21,21 @@ CREATE_TIMEOUT_MS = 10_000
 
 
 async def create_on_every_broker(
-    cluster: Cluster, prefix: str, queues: int = 4, attributes: Mapping[str, str] | None = None
+    cluster: Cluster,
+    prefix: str,
+    queues: int = 4,
+    attributes: Mapping[str, str] | None = None,
+    keys: tuple[str, str] | None = None,
 ) -> str:
     """A new topic named after ``prefix`` with ``queues`` queues on each master, routed to all of them;
-    ``attributes`` are its 5.x topic attributes (``{"message.type": "FIFO"}``)."""
+    ``attributes`` are its 5.x topic attributes (``{"message.type": "FIFO"}``); ``keys`` sign the requests
+    (an access key and secret key: an admin's, where the brokers enforce ACL)."""
     topic = unique_name(prefix)
     expected = sorted((b.name, queues) for b in cluster.brokers)
-    async with Admin(cluster.namesrv, timeout_ms=CREATE_TIMEOUT_MS) as admin:
+    access_key, secret_key = keys if keys is not None else (None, None)
+    async with Admin(
+        cluster.namesrv, timeout_ms=CREATE_TIMEOUT_MS, access_key=access_key, secret_key=secret_key
+    ) as admin:
         await admin.create_topic(
             topic,
             cluster=cluster.cluster_name,
