@@ -22,16 +22,17 @@ One cluster start (one JVM: Apache's broker; the NameServer and the second broke
 from __future__ import annotations
 
 import asyncio
-import time
+import contextlib
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
 from admin import Admin, RequestRefusedError, UserInfo
-from consumer import PullConsumer
+from consumer import ConsumeConcurrentlyContext, ConsumeStatus, PushConsumer
 from producer import BrokerError, Message, Producer, SendFailedError
 from rocketmq_wire import ResponseCode
+from rocketmq_wire.message import MessageExt
 from tests.integration.apache.releases import releases
 from tests.integration.clusters.fixture import running_cluster
 from tests.integration.clusters.model import Cluster, unique_name
@@ -90,6 +91,11 @@ def mixed_acl2(request: pytest.FixtureRequest) -> Iterator[Cluster]:
 def _one(refusals: frozenset[tuple[int, str]]) -> Outcome:
     """The one refusal a broker gave a consumer, or all of them when it gave none or several."""
     return next(iter(refusals)) if len(refusals) == 1 else f"refusals: {sorted(refusals)}"
+
+
+def _broker_of(cluster: Cluster, message: MessageExt) -> str:
+    """The name of the broker that stored ``message`` (its store host is the broker's address)."""
+    return next(b.name for b in cluster.brokers if b.addr == message.store_host)
 
 
 def _keys(keys: Keys) -> tuple[str | None, str | None]:
@@ -191,22 +197,46 @@ async def test_one_user_and_acl_made_through_the_cluster_rule_both_brokers_alike
     every_queue = {(name, queue_id) for name in names for queue_id in range(QUEUES)}
     assert set(landed.values()) == every_queue, f"queues the user's sends reached: {sorted(landed.values())}"
 
-    # -- the user's consumer, in the granted group: every message, from both brokers
-    read: dict[bytes, str] = {}
-    consumer = PullConsumer(
+    # -- the user's push consumer, in the granted group: every message, from both brokers; the first message
+    # each broker delivers is handed back once (RECONSUME_LATER): the send-back, the retry topic's route and
+    # its pulls are the user's too, and it comes back from the same broker
+    handed_back: dict[str, bytes] = {}
+    deliveries: list[tuple[bytes, int, str]] = []
+    all_done = asyncio.Event()
+
+    async def handle(messages: list[MessageExt], context: object) -> ConsumeStatus:
+        assert isinstance(context, ConsumeConcurrentlyContext)
+        for message in messages:
+            broker = _broker_of(cluster, message)
+            deliveries.append((message.body, message.reconsume_times, broker))
+            if handed_back.setdefault(broker, message.body) == message.body and message.reconsume_times == 0:
+                context.delay_level_when_next_consume = 1  # one second
+                return ConsumeStatus.RECONSUME_LATER
+        if len({body for body, _, _ in deliveries}) == SENT and all(
+            (body, 1, broker) in deliveries for broker, body in handed_back.items()
+        ):
+            all_done.set()
+        return ConsumeStatus.CONSUME_SUCCESS
+
+    consumer = PushConsumer(
         group,
         cluster.namesrv,
         consume_from="CONSUME_FROM_FIRST_OFFSET",
         access_key=ALICE,
         secret_key=ALICE_PASSWORD,
+        consume_batch_max_size=1,
     )
-    consumer.subscribe(allowed)
+    consumer.subscribe(allowed, "*")
+    consumer.register_listener(handle)
     async with consumer:
-        deadline = time.monotonic() + DEADLINE_S
-        while len(read) < SENT and time.monotonic() < deadline:
-            for message in await consumer.poll(0.5):
-                read[message.body] = next(b.name for b in cluster.brokers if b.addr == message.store_host)
-    assert read == {body: where[0] for body, where in landed.items()}, "each message once, from its broker"
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(all_done.wait(), DEADLINE_S)
+    assert sorted(handed_back) == names, f"deliveries: {deliveries}"
+    firsts = {body: broker for body, times, broker in deliveries if times == 0}
+    assert firsts == {body: where[0] for body, where in landed.items()}, "each message, from its broker"
+    again = sorted((body, broker) for body, times, broker in deliveries if times > 0)
+    assert again == sorted((body, broker) for broker, body in handed_back.items()), deliveries
+    assert len(deliveries) == SENT + len(names), f"nothing else delivered twice: {deliveries}"
 
     # -- refusals: each broker answers each case with the same code and remark, Apache's
     outcomes = {
