@@ -19,8 +19,8 @@ the same (a difference is a bug in the project's broker).
   not the one the request went to.
 
 Not here: ACL 2.0. Apache reads ``authenticationEnabled`` / ``authorizationEnabled`` only at start (its
-``AuthConfig`` is not among the settings ``updateBrokerConfig`` changes), so it would take a second cluster
-start, or every client above signing; ``test_acl2.py`` holds the project's broker to Apache's case by case.
+``AuthConfig`` is not among the settings ``updateBrokerConfig`` changes), so ``test_mixed_acl2.py`` starts
+the same set-up with them on, and ``test_acl2.py`` holds the project's broker to Apache's case by case.
 
 One cluster start for the module (Apache's broker; one more JVM, the Java client's sends, starts while the
 timer scenario's own sends go); the scenarios run on it one after another.
