@@ -51,6 +51,7 @@ from tests.integration.test_acl2 import (
     Answers,
     Keys,
     _denied,
+    _keys,
     _project_consume,
     _rmq,
 )
@@ -80,11 +81,12 @@ def mixed_acl2(request: pytest.FixtureRequest) -> Iterator[Cluster]:
     if not RELEASE_55:
         pytest.skip("Apache 5.5.0 is not among the selected releases (ROCKETMQ_VERSIONS)")
     before = request.session.testsfailed
-    spec = all_servers_mixed_spec(RELEASE_55[0], extra=AUTH_SETTINGS)
-    with running_cluster(spec, "rmq-mixed-acl2", lambda: request.session.testsfailed > before) as (
-        running,
-        _,
-    ):
+    spec = all_servers_mixed_spec(RELEASE_55[0], extra=AUTH_SETTINGS, variant="acl2")
+
+    def failed() -> bool:
+        return request.session.testsfailed > before
+
+    with running_cluster(spec, "rmq-mixed-acl2", failed) as (running, _):
         yield running
 
 
@@ -96,10 +98,6 @@ def _one(refusals: frozenset[tuple[int, str]]) -> Outcome:
 def _broker_of(cluster: Cluster, message: MessageExt) -> str:
     """The name of the broker that stored ``message`` (its store host is the broker's address)."""
     return next(b.name for b in cluster.brokers if b.addr == message.store_host)
-
-
-def _keys(keys: Keys) -> tuple[str | None, str | None]:
-    return (None, None) if keys is None else keys
 
 
 async def _send_to_each_broker(namesrv: str, keys: Keys, topic: str, body: bytes) -> dict[str, Outcome]:

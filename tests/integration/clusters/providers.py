@@ -169,14 +169,18 @@ def _apache_and_python_brokers_on_python_namesrv(
     return start
 
 
-def all_servers_mixed_spec(release: ApacheRelease, extra: Mapping[str, str] | None = None) -> ProviderSpec:
+def all_servers_mixed_spec(
+    release: ApacheRelease, extra: Mapping[str, str] | None = None, variant: str = ""
+) -> ProviderSpec:
     """One cluster of the project's NameServer, an Apache ``release`` broker and the project's broker, both
-    brokers started with the ``extra`` settings (those Apache reads only at start: ACL 2.0's, say).
+    brokers started with the ``extra`` settings (those Apache reads only at start: ACL 2.0's, say), which
+    ``variant`` names in the id (start-up times are reported by id).
 
     Not among :func:`provider_specs` (every scenario on the shared ``cluster`` would run on it): a module
     that needs it starts it for itself (:func:`~tests.integration.clusters.fixture.running_cluster`)."""
     return ProviderSpec(
-        f"mixed-apache-{release.version}-and-python-brokers-on-python-namesrv",
+        f"mixed-apache-{release.version}-and-python-brokers-on-python-namesrv"
+        + (f"-{variant}" if variant else ""),
         "mixed",
         _apache_and_python_brokers_on_python_namesrv(release, extra),
         JAVA_REGISTER_S,
