@@ -154,11 +154,14 @@ class RocketMQContainer(DockerContainer):
         self._namesrv_port = NAMESRV_PORT
         self._broker_port = 0
         self._namesrv_addr: str | None = None
-        self._registration = BrokerRegistered(cluster_name, broker_name)
+        self._registration: BrokerRegistered | None = None
         self.with_env("JAVA_OPT_EXT", DEFAULT_JAVA_OPT_EXT)
 
     def with_broker_config(self, **settings: str) -> Self:
-        """Broker settings under Apache's names (``autoCreateTopicEnable="false"``), over the defaults."""
+        """Broker settings under Apache's names (``autoCreateTopicEnable="false"``), over the defaults;
+        ``brokerName`` and ``brokerClusterName`` change what the start waits to see registered."""
+        self.broker_name = settings.pop("brokerName", self.broker_name)
+        self.cluster_name = settings.pop("brokerClusterName", self.cluster_name)
         self._broker_config.update(settings)
         return self
 
@@ -189,9 +192,9 @@ class RocketMQContainer(DockerContainer):
             self.copy_into_container(
                 render_properties(self._broker_settings(broker_host)).encode(), BROKER_CONF
             )
-            wait = self._registration.with_startup_timeout(timeout or self.startup_timeout)
-            wait.with_poll_interval(0.25)
-            wait.wait_until_ready(self)
+            wait = BrokerRegistered(self.cluster_name, self.broker_name)
+            self._registration = wait.with_startup_timeout(timeout or self.startup_timeout)
+            wait.with_poll_interval(0.25).wait_until_ready(self)
         except BaseException:
             self.stop()
             raise
@@ -211,7 +214,7 @@ class RocketMQContainer(DockerContainer):
 
     def get_broker_addr(self) -> str:
         """The address the broker registered with the NameServer (and clients connect to)."""
-        addr = self._registration.broker_addr
+        addr = None if self._registration is None else self._registration.broker_addr
         if addr is None:
             raise RuntimeError("the broker has not registered")
         return addr
