@@ -96,10 +96,10 @@ def test_a_cluster_of_its_own_and_a_wait_that_fails(rocketmq_cluster_function, r
     assert rocketmq_cluster_function.namesrv_addr != rocketmq_cluster.namesrv_addr
     rocketmq_cluster_function.create_topic("Empty", queues=1)
     with pytest.raises(MessagesNotArrived, match="0 of 1 messages of Empty"):
-        rocketmq_cluster_function.wait_for_messages("Empty", 1, timeout=1.0)
+        rocketmq_cluster_function.wait_for_messages("Empty", 1, timeout=0.5)
     # What the session's cluster holds is not here.
     with pytest.raises(MessagesNotArrived):
-        rocketmq_cluster_function.wait_for_messages("Orders", 1, timeout=1.0)
+        rocketmq_cluster_function.wait_for_messages("Orders", 1, timeout=0.5)
 """
 
 
@@ -113,7 +113,7 @@ import threading
 def answers(addr):
     host, port = addr.rsplit(":", 1)
     try:
-        with socket.create_connection((host, int(port)), timeout=1.0):
+        with socket.create_connection((host, int(port)), timeout=0.5):
             return True
     except OSError:
         return False
@@ -145,7 +145,10 @@ def test_embedded_clusters_through_the_entry_point(pytester: pytest.Pytester, tm
     assert json.loads(leftovers.read_text()) == {"answering": [], "threads": []}
 
 
-def _image() -> str:
+@pytest.fixture(scope="module")
+def suite_image() -> str:
+    """The suite's image of Apache 5.3.3, found (or built) before ``pytester`` points ``HOME``, and with it
+    the suite's cache of jars and images, at a fresh folder."""
     reason = apache_docker.engine_unavailable()
     if reason is not None:
         skip_or_fail(f"the RocketMQ container test needs a Docker engine: {reason}")
@@ -186,8 +189,7 @@ def test_through_the_container(rocketmq_cluster):
 """
 
 
-def test_apache_in_a_container_through_the_image_option(pytester: pytest.Pytester) -> None:
-    image = _image()
+def test_apache_in_a_container_through_the_image_option(suite_image: str, pytester: pytest.Pytester) -> None:
     label = {"io.github.rocketmq-toolkit.it.plugin-test": uuid.uuid4().hex}
     pytester.makeini(INI)
     pytester.makeconftest(
@@ -198,7 +200,7 @@ def test_apache_in_a_container_through_the_image_option(pytester: pytest.Pyteste
         )
     )
     pytester.makepyfile(test_in_docker=CONTAINER_TESTS)
-    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"--rocketmq-image={image}")
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q", f"--rocketmq-image={suite_image}")
     result.assert_outcomes(passed=1)
     client = docker_image.docker_sdk().from_env(timeout=10)
     try:
