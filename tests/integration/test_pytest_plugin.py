@@ -3,10 +3,11 @@ pytest process of its own (pytester's subprocess run: an in-process run would dr
 whatever it imported, under the feet of the tests that run after it here), finding the fixtures through the
 installed package's ``pytest11`` entry point -- no conftest names them.
 
-* Embedded: a session cluster shared by a sync and an async test, a test's own cluster, two brokers from
-  the factory, a wait that must fail; when that session ends (every fixture torn down, the process not yet
-  gone) no port of any of those servers answers and no thread of the plugin is left (the embedded servers
-  run in the test process: there is no pid of theirs to leave).
+* Embedded: the example of docs/testing.md as it stands there; a session cluster shared by a sync and an
+  async test, a test's own cluster, two brokers from the factory, a wait that must fail; when that session
+  ends (every fixture torn down, the process not yet gone) no port of any of those servers answers and no
+  thread of the plugin is left (the embedded servers run in the test process: there is no pid of theirs to
+  leave).
 * In a container: ``--rocketmq-image`` with the suite's own image of Apache 5.3.3 (built once by
   :mod:`tests.integration.clusters.docker_image`, as the ``docker-*`` providers use it), the container made
   by an overridden ``rocketmq_container_factory``; a message goes in through the toolkit's producer and comes
@@ -57,12 +58,12 @@ def test_the_plugin_came_by_its_entry_point(request):
 def test_sync(rocketmq_cluster):
     record(rocketmq_cluster)
     assert list(rocketmq_cluster.broker_addrs) == ["broker-a"]
-    rocketmq_cluster.create_topic("Orders", queues=3)
-    route = rocketmq_cluster.admin.topic_route("Orders")
+    rocketmq_cluster.create_topic("Invoices", queues=3)
+    route = rocketmq_cluster.admin.topic_route("Invoices")
     assert [(q.broker_name, q.write_queue_nums) for q in route.queue_datas] == [("broker-a", 3)]
     for i in range(5):
-        rocketmq_cluster.producer.send(Message("Orders", f"order-{{i}}".encode(), keys=[str(i)]))
-    got = rocketmq_cluster.wait_for_messages("Orders", 5)
+        rocketmq_cluster.producer.send(Message("Invoices", f"order-{{i}}".encode(), keys=[str(i)]))
+    got = rocketmq_cluster.wait_for_messages("Invoices", 5)
     assert sorted(m.body for m in got) == [f"order-{{i}}".encode() for i in range(5)]
     assert {{m.queue_id for m in got}} <= {{0, 1, 2}}
 
@@ -76,7 +77,7 @@ async def test_async_on_the_same_cluster(rocketmq_cluster):
     [got] = await rocketmq_cluster.wait_for_messages_async("Payments", 1)
     assert got.body == b"paid"
     # The session's cluster kept what the sync test wrote.
-    assert len(await rocketmq_cluster.wait_for_messages_async("Orders", 5)) == 5
+    assert len(await rocketmq_cluster.wait_for_messages_async("Invoices", 5)) == 5
 
 
 def test_two_brokers(rocketmq_cluster_factory):
@@ -99,7 +100,7 @@ def test_a_cluster_of_its_own_and_a_wait_that_fails(rocketmq_cluster_function, r
         rocketmq_cluster_function.wait_for_messages("Empty", 1, timeout=0.5)
     # What the session's cluster holds is not here.
     with pytest.raises(MessagesNotArrived):
-        rocketmq_cluster_function.wait_for_messages("Orders", 1, timeout=0.5)
+        rocketmq_cluster_function.wait_for_messages("Invoices", 1, timeout=0.5)
 """
 
 
@@ -128,6 +129,16 @@ def pytest_sessionfinish(session):
 """
 
 
+DOCS = Path(__file__).resolve().parents[2] / "docs" / "testing.md"
+DOCS_EXAMPLE = "<!-- example: test_orders.py"
+
+
+def docs_example() -> str:
+    """The user's test module of docs/testing.md: the first Python block after its marker."""
+    after = DOCS.read_text(encoding="utf-8").split(DOCS_EXAMPLE, 1)[1]
+    return after.split("```python\n", 1)[1].split("```", 1)[0]
+
+
 def test_embedded_clusters_through_the_entry_point(pytester: pytest.Pytester, tmp_path: Path) -> None:
     addresses, leftovers = tmp_path / "addresses.json", tmp_path / "leftovers.json"
     pytester.makeini(INI)
@@ -135,9 +146,9 @@ def test_embedded_clusters_through_the_entry_point(pytester: pytest.Pytester, tm
     pytester.makeconftest(
         LEFTOVERS_CONFTEST.format(addresses=str(addresses), leftovers=str(leftovers), names=names)
     )
-    pytester.makepyfile(test_user=USER_TESTS.format(addresses=str(addresses)))
+    pytester.makepyfile(test_user=USER_TESTS.format(addresses=str(addresses)), test_orders=docs_example())
     result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-q")
-    result.assert_outcomes(passed=5)
+    result.assert_outcomes(passed=5 + 3)
     seen = json.loads(addresses.read_text())
     # Three clusters: the session's (seen twice), the factory's two brokers, the test's own.
     assert len({entry[0] for entry in seen}) == 3, seen
