@@ -27,8 +27,13 @@ import socket
 from collections.abc import Mapping, Sequence
 from typing import Any, Self
 
-from testcontainers.core.container import DockerContainer
-from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
+try:
+    from testcontainers.core.container import DockerContainer
+    from testcontainers.core.waiting_utils import WaitStrategy, WaitStrategyTarget
+except ImportError as exc:  # an optional dependency: say which extra brings it
+    raise ImportError(
+        f"rocketmq_testing.containers needs {exc.name} (pip install 'rocketmq-toolkit[testing]')"
+    ) from exc
 
 logger = logging.getLogger("rocketmq_testing.containers")
 
@@ -68,6 +73,16 @@ def free_broker_port(host: str = "127.0.0.1", attempts: int = 50) -> int:
     raise OSError(f"no free port block for a broker on {host} after {attempts} tries")
 
 
+def _accepts(addr: str) -> bool:
+    """Whether something accepts TCP connections at ``host:port``."""
+    host, port = addr.rsplit(":", 1)
+    try:
+        with socket.create_connection((host, int(port)), timeout=1.0):
+            return True
+    except OSError:
+        return False
+
+
 def render_properties(settings: Mapping[str, str]) -> str:
     """A Java properties file (the values need no escaping: addresses, names, numbers, paths)."""
     return "".join(f"{key}={value}\n" for key, value in settings.items())
@@ -105,9 +120,11 @@ class BrokerRegistered(WaitStrategy):
                         f"the RocketMQ container stopped ({container.status}) before its broker registered:\n"
                         + "\n".join(tail)
                     )
+                if not _accepts(container.get_namesrv_addr()):
+                    return False  # the NameServer's JVM is still starting: no client to set retrying
                 try:
                     info = admin.cluster_info()
-                except AdminError:  # the NameServer is not listening yet
+                except AdminError:
                     return False
                 if self.broker_name not in info.cluster_addr_table.get(self.cluster_name, []):
                     return False
