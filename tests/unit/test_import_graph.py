@@ -38,6 +38,17 @@ ALLOWED: dict[str, set[str]] = {
         "broker",
         "spark_connector",
     },
+    # The pytest plugin and testcontainers module for users' tests: servers and clients, on top of the
+    # layering (no package lists it, so nothing imports it).
+    "rocketmq_testing": {
+        "rocketmq_wire",
+        "client",
+        "producer",
+        "consumer",
+        "admin",
+        "nameserver",
+        "broker",
+    },
 }
 #: A client package's ``testing`` module runs an embedded NameServer and Broker for its users' tests.
 TESTING_MAY_ALSO_IMPORT = {"nameserver", "broker"}
