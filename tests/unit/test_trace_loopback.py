@@ -67,7 +67,7 @@ async def _routed(local: LocalCluster, admin: Admin, topic: str) -> None:
     await local.wait_for_route(routed)
 
 
-async def _eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 10.0) -> None:
+async def _eventually(check: Callable[[], Awaitable[bool]], timeout_s: float = 30.0) -> None:
     deadline = time.monotonic() + timeout_s
     while not await check():
         assert time.monotonic() < deadline, "timed out"
