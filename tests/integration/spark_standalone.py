@@ -42,6 +42,14 @@ JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 DAEMON_MEMORY = "160m"
 #: Spark refuses an executor heap under 450 MiB (1.5 x its 300 MiB reserve); each worker offers just that.
 EXECUTOR_MEMORY = "512m"
+#: What a session on this cluster needs: executors that fit a worker, small JVMs. Spark's own settings.
+SESSION_SETTINGS = {
+    "spark.executor.memory": EXECUTOR_MEMORY,
+    "spark.driver.memory": "512m",
+    "spark.executor.extraJavaOptions": JAVA_OPTIONS,
+    "spark.driver.extraJavaOptions": JAVA_OPTIONS,
+    "spark.sql.shuffle.partitions": "2",
+}
 #: How long the master and both workers may take to come up on a loaded machine.
 START_TIMEOUT_S = 90.0
 #: How long one driver command may take (a session start, a streaming wait).
@@ -90,6 +98,17 @@ class StandaloneCluster:
         assert not survivors, f"processes of worker {index} survived SIGKILL: {survivors}"
         log.info("killed worker %d with -9: %s", index, killed)
         return killed
+
+
+def wait_for_executors(spark: Any, count: int, timeout_s: float = START_TIMEOUT_S) -> None:
+    """Until ``count`` executors registered with ``spark``'s driver: a session is returned before any has,
+    and a job started earlier would run on the first one alone."""
+    tracker = spark.sparkContext._jsc.sc().statusTracker()
+    deadline = time.monotonic() + timeout_s
+    while len(tracker.getExecutorInfos()) < count + 1:  # the driver is listed too
+        if time.monotonic() > deadline:
+            raise StartupError(f"fewer than {count} executors registered in {timeout_s:.0f} s")
+        time.sleep(0.2)
 
 
 def _command_line(pid: int) -> str:

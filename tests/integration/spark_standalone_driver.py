@@ -23,12 +23,9 @@ from multiprocessing import connection
 from typing import Any
 
 from spark_connector.testing import cluster_spark
-from tests.integration.spark_standalone import EXECUTOR_MEMORY, JAVA_OPTIONS
+from tests.integration.spark_standalone import SESSION_SETTINGS, wait_for_executors
 
 log = logging.getLogger("tests.spark_standalone_driver")
-
-#: Seconds the session may take until every worker's executor registered.
-EXECUTORS_TIMEOUT_S = 120.0
 
 
 def _ancestry(_: Iterator[Any]) -> Iterator[list[int]]:
@@ -56,23 +53,14 @@ class Driver:
             self.master_url,
             "rocketmq-standalone-tests",
             **{
-                "spark.executor.memory": EXECUTOR_MEMORY,
-                "spark.driver.memory": "512m",
-                "spark.executor.extraJavaOptions": JAVA_OPTIONS,
-                "spark.driver.extraJavaOptions": JAVA_OPTIONS,
-                "spark.sql.shuffle.partitions": "2",
+                **SESSION_SETTINGS,
                 # A lost executor's tasks are rescheduled without counting as failures; these are for
                 # a task a killed executor took down some other way (a broken connection to it).
                 "spark.task.maxFailures": "8",
             },
         )
+        wait_for_executors(self.spark, executors)
         context = self.spark.sparkContext
-        deadline = time.monotonic() + EXECUTORS_TIMEOUT_S
-        # The status tracker lists the driver too.
-        while len(context._jsc.sc().statusTracker().getExecutorInfos()) < executors + 1:
-            if time.monotonic() > deadline:
-                raise TimeoutError(f"fewer than {executors} executors registered in time")
-            time.sleep(0.2)
         self.probe()  # forks and primes the Python workers on every executor
         jvm_pid = int(context._jvm.java.lang.ProcessHandle.current().pid())
         return {"driver_pid": os.getpid(), "driver_jvm_pid": jvm_pid}
