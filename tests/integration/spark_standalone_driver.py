@@ -28,6 +28,10 @@ from tests.integration.spark_standalone import SESSION_SETTINGS, wait_for_execut
 log = logging.getLogger("tests.spark_standalone_driver")
 
 
+#: What Spark's scheduler logs for each task that was running on an executor when the executor was lost.
+LOST_TASK_MARK = "its executor exited for a reason unrelated to the task"
+
+
 def _ancestry(_: Iterator[Any]) -> Iterator[list[int]]:
     """Runs in a Python worker: its pid and its ancestors' (daemon, executor JVM, worker JVM, ...)."""
     time.sleep(0.3)  # long enough that the scheduler spreads the tasks over both executors
@@ -61,6 +65,9 @@ class Driver:
         )
         wait_for_executors(self.spark, executors)
         context = self.spark.sparkContext
+        # The scheduler says at INFO which running tasks an executor took with it (LOST_TASK_MARK).
+        log4j = context._jvm.org.apache.logging.log4j
+        log4j.core.config.Configurator.setLevel("org.apache.spark.scheduler.TaskSetManager", log4j.Level.INFO)
         self.probe()  # forks and primes the Python workers on every executor
         jvm_pid = int(context._jvm.java.lang.ProcessHandle.current().pid())
         return {"driver_pid": os.getpid(), "driver_jvm_pid": jvm_pid}
@@ -112,9 +119,12 @@ class Driver:
 
     def stream_status(self) -> dict[str, Any]:
         query = self.query
+        executors = self.spark.sparkContext._jsc.sc().statusTracker()
         exception = query.exception() if not query.isActive else None
         return {
             "active": bool(query.isActive),
+            # Executors running a task now (a micro-batch's tasks read and send while they run).
+            "busy_executors": sum(1 for e in executors.getExecutorInfos() if e.numRunningTasks() > 0),
             "exception": None if exception is None else str(exception),
             "batches": [[p["batchId"], p["numInputRows"]] for p in query.recentProgress],
         }

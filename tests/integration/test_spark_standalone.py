@@ -27,7 +27,7 @@ import pytest
 from admin import Admin
 from producer import Message, Producer
 from spark_connector.testing import spark_unavailable_reason
-from tests.integration.clusters.fixture import PROVIDERS
+from tests.integration.clusters.fixture import PROVIDERS, skip_or_fail
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.processes import is_gone
 from tests.integration.clusters.readback import read_topic
@@ -38,6 +38,7 @@ from tests.integration.spark_standalone import (
     spark_driver,
     standalone_cluster,
 )
+from tests.integration.spark_standalone_driver import LOST_TASK_MARK
 
 pytestmark = [pytest.mark.integration]
 
@@ -62,7 +63,7 @@ RECOVERY_TIMEOUT_S = 90.0
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StandaloneCluster, SparkDriver]]:
     missing = spark_unavailable_reason()
     if missing is not None:
-        pytest.skip(missing)
+        skip_or_fail(missing)
     root = tmp_path_factory.mktemp("spark-standalone")
     with standalone_cluster(root) as cluster, spark_driver(cluster, root) as driver:
         yield cluster, driver
@@ -161,6 +162,12 @@ async def _stored(namesrv: str, topic: str) -> int:
 def test_streaming_query_survives_kill_9_of_a_worker(
     cluster: Cluster, standalone: tuple[StandaloneCluster, SparkDriver], tmp_path: Path
 ) -> None:
+    """A query reading one topic and writing a transform of each row to another, with a checkpoint, while
+    input arrives at a steady pace: once it has committed micro-batches, one worker (its JVM, its executor
+    JVM and their Python workers) gets ``kill -9`` while a micro-batch's tasks run. The query must go on
+    (Spark runs the lost tasks on the other executor; a query that gives up is restarted from its
+    checkpoint) until the output topic holds every input at least once; duplicates are counted and
+    printed, as the sink promises no more than at-least-once."""
     spark_cluster, driver = standalone
     source, sink = asyncio.run(_two_topics(cluster))
     feeder = Feeder(cluster.namesrv, source, SEND_PER_SECOND).start()
@@ -176,6 +183,10 @@ def test_streaming_query_survives_kill_9_of_a_worker(
     while len(_committed(driver.call("stream_status"))) < BATCHES_BEFORE_KILL:
         assert time.monotonic() < deadline, "the query committed no micro-batch in time"
         time.sleep(0.2)
+    # Kill while both executors run a task: the killed one's task is lost half done.
+    while driver.call("stream_status")["busy_executors"] < len(spark_cluster.workers):
+        assert time.monotonic() < deadline, "no micro-batch ran after the first ones"
+        time.sleep(0.02)
     before = _committed(driver.call("stream_status"))
     sent_at_kill = feeder.sent
     killed = spark_cluster.kill_worker(0)
@@ -209,16 +220,19 @@ def test_streaming_query_survives_kill_9_of_a_worker(
     after = [b for b in _committed(final) if b[0] > before[-1][0]]
 
     outputs = asyncio.run(read_topic(cluster.namesrv, sink, asyncio.run(_stored(cluster.namesrv, sink))))
+    lost_tasks = driver.process.log_text().count(LOST_TASK_MARK)
     bodies = collections.Counter(m.body.decode() for m in outputs)
     duplicates = {body: n for body, n in bodies.items() if n > 1}
     report = (
         f"kill -9 run: input {sent}, output {sum(bodies.values())}, distinct {len(bodies)}, "
         f"duplicated messages {len(duplicates)} ({sum(bodies.values()) - len(bodies)} extra copies); "
-        f"killed at {sent_at_kill} sent, after {len(before)} batches; {len(after)} batches after the kill, "
+        f"killed at {sent_at_kill} sent, after {len(before)} batches, taking {lost_tasks} running task(s); "
+        f"{len(after)} batches after the kill, "
         f"{restarts} restart(s) from the checkpoint"
     )
     print(report)
     log.warning(report)
     assert set(bodies) == {f"out-in-{i}" for i in range(sent)}, "no loss, nothing else"
     assert after, "the query went on committing micro-batches after the kill"
+    assert lost_tasks >= 1, "the kill took a running task with it, which Spark ran again elsewhere"
     assert spark_cluster.workers[1].running(), "the other worker lives on"
