@@ -28,8 +28,10 @@ from tests.integration.spark_standalone import SESSION_SETTINGS, wait_for_execut
 log = logging.getLogger("tests.spark_standalone_driver")
 
 
-#: What Spark's scheduler logs for each task that was running on an executor when the executor was lost.
+#: What Spark's scheduler logs for each task that was running on an executor when the executor was lost
+#: (at INFO), and once for the executor (at ERROR).
 LOST_TASK_MARK = "its executor exited for a reason unrelated to the task"
+LOST_EXECUTOR_MARK = "Lost executor"
 
 
 def _ancestry(_: Iterator[Any]) -> Iterator[list[int]]:
