@@ -38,7 +38,7 @@ TOPIC = "SparkSinkBench"
 QUEUES = 8
 
 
-async def _raw_sends(namesrv: str, count: int, in_flight: int, size: int) -> None:
+async def _raw_sends(namesrv: str, count: int, in_flight: int, size: int, topic: str = TOPIC) -> None:
     from producer import Message, Producer
 
     body = b"x" * size
@@ -47,7 +47,7 @@ async def _raw_sends(namesrv: str, count: int, in_flight: int, size: int) -> Non
 
     async def one(producer: Producer) -> None:
         try:
-            await producer.send(Message(TOPIC, body))
+            await producer.send(Message(topic, body))
         except Exception as exc:
             failures.append(exc)
         finally:
@@ -68,19 +68,24 @@ async def _raw_sends(namesrv: str, count: int, in_flight: int, size: int) -> Non
 
 
 def raw_producer(
-    namesrv: str, count: int, in_flight: int, size: int, go: multiprocessing.synchronize.Event
+    namesrv: str,
+    count: int,
+    in_flight: int,
+    size: int,
+    go: multiprocessing.synchronize.Event,
+    topic: str = TOPIC,
 ) -> None:
     """Child process: wait for the start signal, then send ``count`` messages pipelined."""
     go.wait()
-    asyncio.run(_raw_sends(namesrv, count, in_flight, size))
+    asyncio.run(_raw_sends(namesrv, count, in_flight, size, topic))
 
 
-def measure_raw(namesrv: str, args: argparse.Namespace) -> float:
+def measure_raw(namesrv: str, args: argparse.Namespace, topic: str = TOPIC) -> float:
     context = multiprocessing.get_context("spawn")
     go = context.Event()
     share: int = args.messages // args.parallelism
     workers = [
-        context.Process(target=raw_producer, args=(namesrv, share, args.in_flight, args.size, go))
+        context.Process(target=raw_producer, args=(namesrv, share, args.in_flight, args.size, go, topic))
         for _ in range(args.parallelism)
     ]
     for worker in workers:

@@ -184,6 +184,29 @@ def local_spark(
     interpreter from the environment only, hence ``PYSPARK_PYTHON`` is set here. ``config``: more Spark
     settings, given when the session starts (``spark.driver.extraJavaOptions`` must be, in local mode).
     """
+    settings = {"spark.sql.shuffle.partitions": str(cores), **(config or {})}
+    return _session(f"local[{cores}]", app_name, settings)
+
+
+def cluster_spark(master_url: str, app_name: str = "rocketmq-connector", **config: str) -> Any:
+    """A SparkSession on a cluster manager (``spark://host:port`` of a standalone master) whose executors,
+    in other processes and possibly on other hosts, run the connector: their Python workers start this
+    interpreter (``spark.pyspark.python``: on another host the same path must hold an interpreter with the
+    project and pyarrow installed) with the project's folder on ``PYTHONPATH`` (for a checkout that is not
+    installed there), and preload it (:mod:`spark_connector.daemon`). ``config``: more Spark settings
+    (``spark.executor.memory``, ``spark.cores.max``, ...), as keyword names cannot hold dots, a mapping
+    unpacked: ``cluster_spark(url, **{"spark.executor.memory": "512m"})``.
+    """
+    import os
+
+    project_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    settings = {"spark.executorEnv.PYTHONPATH": project_root, "spark.ui.showConsoleProgress": "false"}
+    return _session(master_url, app_name, {**settings, **config})
+
+
+def _session(master: str, app_name: str, config: Mapping[str, str]) -> Any:
+    """The settings both kinds of session need: Python workers on this interpreter, the connector preloaded
+    and registered, the driver on loopback (tests and benchmarks never reach it from elsewhere), no UI."""
     import os
     import sys
 
@@ -193,21 +216,18 @@ def local_spark(
 
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
-    builder = SparkSession.builder
-    for key, value in (config or {}).items():
+    builder = SparkSession.builder.master(master).appName(app_name)
+    defaults = {
+        "spark.pyspark.python": sys.executable,
+        "spark.pyspark.driver.python": sys.executable,
+        "spark.ui.enabled": "false",
+        "spark.python.daemon.module": "spark_connector.daemon",
+        "spark.driver.bindAddress": "127.0.0.1",
+        "spark.driver.host": "127.0.0.1",
+    }
+    for key, value in {**defaults, **config}.items():
         builder = builder.config(key, value)
-    spark = (
-        builder.master(f"local[{cores}]")
-        .appName(app_name)
-        .config("spark.pyspark.python", sys.executable)
-        .config("spark.pyspark.driver.python", sys.executable)
-        .config("spark.ui.enabled", "false")
-        .config("spark.python.daemon.module", "spark_connector.daemon")
-        .config("spark.sql.shuffle.partitions", str(cores))
-        .config("spark.driver.bindAddress", "127.0.0.1")
-        .config("spark.driver.host", "127.0.0.1")
-        .getOrCreate()
-    )
+    spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     register(spark)
     return spark

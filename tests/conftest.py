@@ -9,7 +9,10 @@ session fixtures, so the unit of work handed to a worker must keep expensive fix
   each provider's servers at most once, and runs one provider's tests back to back);
 * any other test goes with the rest of its module (module-scoped servers and peers start once), unless
   the module says its tests share nothing expensive (``EACH_TEST_ITS_OWN_WORK_UNIT = True``): then each is
-  a unit of its own, so a module of long tests is spread over the workers.
+  a unit of its own, so a module of long tests is spread over the workers;
+* a module whose tests use several providers' clusters *and* a module-scoped fixture dearer than some of
+  those clusters names one group for all of its tests (``XDIST_GROUP = "cluster:<provider id>"``): its
+  fixture then starts once, beside that provider's cluster, and only the cheaper clusters may start twice.
 
 The end-of-run summaries (cluster start-up times, kept logs, the compatibility matrix) are hooked here and
 not in ``tests/integration/conftest.py``: xdist's controller, the process that reports, never collects, so
@@ -34,12 +37,16 @@ settings.load_profile("suite")
 
 
 def work_unit(item: pytest.Item) -> str:
-    """The xdist group of ``item``: ``cluster:<provider id>``, its own node id in a module that sets
-    ``EACH_TEST_ITS_OWN_WORK_UNIT`` (its tests share nothing expensive), or its module's path."""
+    """The xdist group of ``item``: its module's ``XDIST_GROUP``, ``cluster:<provider id>``, its own node id
+    in a module that sets ``EACH_TEST_ITS_OWN_WORK_UNIT`` (its tests share nothing expensive), or its
+    module's path."""
+    module = getattr(item, "module", None)
+    group = getattr(module, "XDIST_GROUP", None)
+    if isinstance(group, str):
+        return group
     provider = provider_of(item)
     if provider is not None:
         return f"cluster:{provider}"
-    module = getattr(item, "module", None)
     if getattr(module, "EACH_TEST_ITS_OWN_WORK_UNIT", False):
         return item.nodeid
     return item.nodeid.split("::", 1)[0]

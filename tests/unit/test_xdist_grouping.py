@@ -100,3 +100,23 @@ def test_a_module_of_independent_tests_gives_each_its_own_unit() -> None:
     kept = {work_unit(SimpleNamespace(nodeid=n, module=shared)) for n in nodes}  # type: ignore[arg-type]
     assert split == set(nodes)
     assert kept == {"tests/integration/test_ha.py"}
+
+
+def test_a_module_naming_its_group_keeps_every_provider_there() -> None:
+    """``XDIST_GROUP`` wins over the provider of each test: a module-scoped fixture dearer than a cluster
+    (the Spark standalone cluster) starts on one worker only."""
+    from types import SimpleNamespace
+
+    from tests.conftest import work_unit
+
+    module = SimpleNamespace(XDIST_GROUP="cluster:binaries-5.5.0")
+    items = [
+        SimpleNamespace(
+            nodeid=f"t.py::test[{p}]",
+            module=module,
+            callspec=SimpleNamespace(params={"cluster": SimpleNamespace(id=p)}),
+        )
+        for p in ("python", "binaries-5.5.0")
+    ]
+    groups = {work_unit(item) for item in items}  # type: ignore[arg-type]
+    assert groups == {"cluster:binaries-5.5.0"}
