@@ -261,7 +261,10 @@ class PopService:
             raise
 
     async def drain_saves(self) -> None:
+        """Wait for the writes asked for so far, then let go of the table's file (a later write opens it
+        again)."""
         await self._group_save.drain()
+        self._table.close()
 
     def _snapshot(self) -> bytes:
         self._dirty = False  # changes from here on need the next write
