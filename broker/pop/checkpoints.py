@@ -111,9 +111,14 @@ class CheckpointTable:
     """The open checkpoints of every group, saved under ``config_dir`` (``popCheckpoints.json`` and its
     journal)."""
 
-    def __init__(self, config_dir: Path) -> None:
+    def __init__(self, config_dir: Path, *, sync: bool = True) -> None:
         self._path = config_dir / FILE_NAME
-        self._file = SnapshotJournal(self._path, config_dir / JOURNAL_NAME)
+        self._file = SnapshotJournal(self._path, config_dir / JOURNAL_NAME, sync=sync)
+
+    @property
+    def sync(self) -> bool:
+        """Each write reaches the disk before it returns (else the page cache: see the journal's note)."""
+        return self._file.sync
         self.queues: dict[QueueKey, QueuePopState] = {}
 
     def load(self) -> None:

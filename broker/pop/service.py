@@ -24,7 +24,7 @@ from broker.histogram import HistogramTable
 from broker.message_service import MessageService, stored_properties
 from broker.pop.checkpoints import Checkpoint, CheckpointTable, QueuePopState
 from broker.pop.group_save import GroupSave
-from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
+from broker.store import ConsumerOffsetStore, FlushDiskType, GetMessageStatus, MessageStore
 from broker.store.message_store import total_physical_memory
 from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire.errors import CodecError
@@ -89,10 +89,16 @@ class PopService:
         self._offsets = offsets
         self._topics = topics
         self._store_host = store_host
-        self._table = CheckpointTable(config_dir)
+        #: Under SYNC_FLUSH each version of the table is on disk before a request is answered; under
+        #: ASYNC_FLUSH in the page cache (a killed broker keeps it), as that mode's messages are.
+        self._table = CheckpointTable(
+            config_dir, sync=store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        )
         #: Something changed since the table was last written (an empty pop writes nothing).
         self._dirty = False
-        self._group_save = GroupSave(self._snapshot, lambda data: self._table.write(data))
+        self._group_save = GroupSave(
+            self._snapshot, lambda data: self._table.write(data), in_thread=self._table.sync
+        )
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._waiting = 0
         #: Revived messages go through the same lock as pops, so a revive never races a pop's bookkeeping.

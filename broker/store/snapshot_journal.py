@@ -6,7 +6,10 @@ event loop after each of them (up to the interpreter's switch interval, 5 ms, ev
 rewritten before every POP and ack is answered, so that wait was most of a request's latency.
 
 Here a new version is one framed record (magic, length, CRC-32, bytes) appended with a single ``write`` on a
-descriptor opened ``O_APPEND | O_DSYNC``: on disk when the call returns, one GIL round trip. The newest
+descriptor opened ``O_APPEND | O_DSYNC``: on disk when the call returns, one GIL round trip. Without
+``sync`` (a broker under ASYNC_FLUSH) the descriptor has no ``O_DSYNC``: the version is in the page cache
+when the call returns, which a killed broker does not lose, the promise that flush mode makes for
+messages too; the write then takes microseconds and belongs on the event loop. The newest
 whole record of the journal is the table; a record cut short by a crash was never acknowledged and is
 ignored. When the journal outgrows :data:`COMPACT_BYTES` the version is also written to the base file
 atomically and the journal emptied, so the journal's newest record (when it has one) is never older than
@@ -58,8 +61,11 @@ class SnapshotJournal:
     """The newest version of one table, in ``base`` and ``journal`` (see the module's note). One writer at a
     time: :meth:`write` may run in a worker thread, but never two at once."""
 
-    def __init__(self, base: Path, journal: Path, *, compact_bytes: int = COMPACT_BYTES) -> None:
+    def __init__(
+        self, base: Path, journal: Path, *, sync: bool = True, compact_bytes: int = COMPACT_BYTES
+    ) -> None:
         self.base = base
+        self.sync = sync
         self.journal = journal
         self._compact_bytes = compact_bytes
         self._fd: int | None = None
@@ -112,7 +118,8 @@ class SnapshotJournal:
     def _open(self) -> int:
         if self._fd is None:
             self.journal.parent.mkdir(parents=True, exist_ok=True)
-            self._fd = os.open(self.journal, os.O_WRONLY | os.O_CREAT | os.O_APPEND | os.O_DSYNC, 0o644)
+            flags = os.O_WRONLY | os.O_CREAT | os.O_APPEND | (os.O_DSYNC if self.sync else 0)
+            self._fd = os.open(self.journal, flags, 0o644)
             self._size = os.fstat(self._fd).st_size
             self._torn = False
         return self._fd

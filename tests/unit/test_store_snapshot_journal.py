@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import fcntl
 import os
 import shutil
 from pathlib import Path
@@ -87,3 +88,18 @@ def test_a_long_journal_is_compacted_and_a_crash_at_any_write_reads_the_newest(t
         shutil.copytree(live, crashed)  # the files as a kill -9 right after this write would leave them
         assert journal_in(crashed).read() == version
     assert (live / "table.json").read_bytes().startswith(b"version "), "compacted at least once"
+
+
+def test_only_a_synchronous_journal_is_opened_o_dsync(tmp_path: Path) -> None:
+    for sync in (True, False):
+        table = SnapshotJournal(tmp_path / f"{sync}.json", tmp_path / f"{sync}.journal", sync=sync)
+        table.write(b"v")
+        assert table._fd is not None
+        flags = fcntl.fcntl(table._fd, fcntl.F_GETFL)
+        assert bool(flags & os.O_DSYNC) is sync
+        table.close()
+        assert journal_in_pair(tmp_path, sync).read() == b"v"
+
+
+def journal_in_pair(directory: Path, sync: bool) -> SnapshotJournal:
+    return SnapshotJournal(directory / f"{sync}.json", directory / f"{sync}.journal")
