@@ -15,7 +15,6 @@ the message's unique id as ``transactionId``.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 import shutil
@@ -274,18 +273,21 @@ class SendMessageProcessor:
         if wait is not None:
             properties[const.WAIT] = wait
 
-        message = MessageExt(
-            topic=topic,
-            body=request.body,
-            flag=int(header.flag or 0),
-            properties_string=properties_string,
-            queue_id=queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=int(header.born_timestamp or 0),
-            born_host=conn.remote_address,
-            store_host=config.store_host,
-            reconsume_times=reconsume_times,
-        )
+        def stored(where: str, queue: int, properties_text: str) -> MessageExt:
+            """The message to store (built once, where it goes known: a timer message is re-addressed)."""
+            return MessageExt(
+                topic=where,
+                body=request.body,
+                flag=int(header.flag or 0),
+                properties_string=properties_text,
+                queue_id=queue,
+                sys_flag=sys_flag,
+                born_timestamp=int(header.born_timestamp or 0),
+                born_host=conn.remote_address,
+                store_host=config.store_host,
+                reconsume_times=reconsume_times,
+            )
+
         transactional = properties.get(const.TRAN_MSG, "").lower() == "true"
         if transactional and not (reconsume_times > 0 and properties.get(const.DELAY, "0") not in ("", "0")):
             if config.reject_transaction_message:
@@ -294,7 +296,7 @@ class SendMessageProcessor:
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{config.broker_ip1}] sending transaction message is forbidden",
                 )
-            half = self._transactions.make_half(message, properties)
+            half = self._transactions.make_half(stored(topic, queue_id, properties_string), properties)
             result = await self._transactions.prepare(half)
             return self._put_answer(request, result, queue_id, properties.get(const.UNIQ_KEY))
         placed = self._timer.transform(properties, topic, queue_id)
@@ -307,12 +309,9 @@ class SendMessageProcessor:
         else:
             real_topic, real_queue = self._schedule.apply_delay(properties, topic, queue_id)
         if real_topic != topic:
-            message = dataclasses.replace(
-                message,
-                topic=real_topic,
-                queue_id=real_queue,
-                properties_string=stored_properties(properties),
-            )
+            message = stored(real_topic, real_queue, stored_properties(properties))
+        else:
+            message = stored(topic, queue_id, properties_string)
         return self._put([message], request, queue_id, properties.get(const.UNIQ_KEY), recall_handle)
 
     def _recall_handle(self, properties: dict[str, str]) -> str | None:
