@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from broker.clock import Clock
@@ -281,14 +281,28 @@ class PopService:
     def ack(self, group: str, topic: str, queue_id: int, offset: int, ck_start: int, pop_time: int) -> bool:
         """Mark one message of a checkpoint done; ``False`` when no open checkpoint has it (already
         acknowledged or revived), which Apache answers as a success all the same."""
+        return self.ack_all(group, topic, queue_id, [offset], ck_start, pop_time) > 0
+
+    def ack_all(
+        self, group: str, topic: str, queue_id: int, offsets: Iterable[int], ck_start: int, pop_time: int
+    ) -> int:
+        """Mark messages of one checkpoint done, as :meth:`ack` each would, but with one commit for them
+        all (a batch ack names a whole pop's offsets); how many were still open."""
         state = self._table.queues.get((group, topic, queue_id))
         ck = state.find(ck_start, pop_time) if state is not None else None
-        if state is None or ck is None or offset not in ck.pending():
-            return False
-        ck.acked.add(offset)
-        self._commit(group, topic, queue_id, state)
-        self._put(group, topic, "ACK")
-        return True
+        if state is None or ck is None:
+            return 0
+        pending = set(ck.pending())
+        taken = 0
+        for offset in offsets:
+            if offset in pending:
+                pending.discard(offset)
+                ck.acked.add(offset)
+                self._put(group, topic, "ACK")
+                taken += 1
+        if taken:
+            self._commit(group, topic, queue_id, state)
+        return taken
 
     def change_invisible(
         self,
