@@ -191,8 +191,10 @@ class TimerMessageService:
             return topic, queue_id
         if topic == TIMER_TOPIC or const.TIMER_OUT_MS in properties:
             return topic, queue_id
-        if not any(
-            n in properties for n in (const.TIMER_DELIVER_MS, const.TIMER_DELAY_MS, const.TIMER_DELAY_SEC)
+        if (  # every send passes here: no generator, just three lookups
+            const.TIMER_DELIVER_MS not in properties
+            and const.TIMER_DELAY_MS not in properties
+            and const.TIMER_DELAY_SEC not in properties
         ):
             return topic, queue_id
         settings = self.settings

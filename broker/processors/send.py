@@ -269,7 +269,7 @@ class SendMessageProcessor:
         # by taking it out of the map and putting it back afterwards -- at the end of the map, which decides
         # where it lands when a half or delayed message is written from the map later.
         wait = properties.pop(const.WAIT, None)
-        properties_string = stored_properties(properties)
+        staying = dict(properties)  # encoded only if the message stays where it was sent (a timer's does not)
         if wait is not None:
             properties[const.WAIT] = wait
 
@@ -296,7 +296,8 @@ class SendMessageProcessor:
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{config.broker_ip1}] sending transaction message is forbidden",
                 )
-            half = self._transactions.make_half(stored(topic, queue_id, properties_string), properties)
+            as_sent = stored(topic, queue_id, stored_properties(staying))
+            half = self._transactions.make_half(as_sent, properties)
             result = await self._transactions.prepare(half)
             return self._put_answer(request, result, queue_id, properties.get(const.UNIQ_KEY))
         placed = self._timer.transform(properties, topic, queue_id)
@@ -311,7 +312,7 @@ class SendMessageProcessor:
         if real_topic != topic:
             message = stored(real_topic, real_queue, stored_properties(properties))
         else:
-            message = stored(topic, queue_id, properties_string)
+            message = stored(topic, queue_id, stored_properties(staying))
         return self._put([message], request, queue_id, properties.get(const.UNIQ_KEY), recall_handle)
 
     def _recall_handle(self, properties: dict[str, str]) -> str | None:
