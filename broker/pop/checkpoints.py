@@ -114,12 +114,12 @@ class CheckpointTable:
     def __init__(self, config_dir: Path, *, sync: bool = True) -> None:
         self._path = config_dir / FILE_NAME
         self._file = SnapshotJournal(self._path, config_dir / JOURNAL_NAME, sync=sync)
+        self.queues: dict[QueueKey, QueuePopState] = {}
 
     @property
     def sync(self) -> bool:
         """Each write reaches the disk before it returns (else the page cache: see the journal's note)."""
         return self._file.sync
-        self.queues: dict[QueueKey, QueuePopState] = {}
 
     def load(self) -> None:
         """Read the table a previous run saved; an unreadable file stops the broker (it would otherwise
