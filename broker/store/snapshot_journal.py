@@ -128,10 +128,10 @@ class SnapshotJournal:
         fd = os.open(self.journal, os.O_WRONLY | os.O_CREAT, 0o644)
         try:
             os.ftruncate(fd, 0)
+            self._size = 0  # whatever the fsync says: appends now start at 0
             os.fsync(fd)
         finally:
             os.close(fd)
-        self._size = 0
 
     def _close(self) -> None:
         if self._fd is not None:
