@@ -491,6 +491,8 @@ class TimerMessageService:
             finished.sort(key=lambda offset: offset in markers)
             await self._progress(self._log.mark_done, finished)
         for start in range(0, len(to_send), _DELIVERY_BATCH):
+            if start:  # under ASYNC_FLUSH a batch is stored without suspending: let other requests in
+                await asyncio.sleep(0)
             if not await self._deliver_batch(to_send[start : start + _DELIVERY_BATCH]):
                 return False
         return True
