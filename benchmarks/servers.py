@@ -91,7 +91,9 @@ run: warm-up 2 s, 2 s per figure, 1 round, 2,000 delivered messages, 20,000 mess
 memory (options given explicitly still win).
 
 Ratios are project / Apache: above 1 the project's server did more per second, or (memory rows) used more.
-The machine's other load skews every figure: compare them from one quiet run.
+Under the table, the timer and pop throughput rows are listed again against issue 35's goal (the project's
+at least 0.8 of Apache's), met or not by the median ratio. The machine's other load skews every figure:
+compare them from one quiet run.
 """
 
 from __future__ import annotations
@@ -179,6 +181,9 @@ DEFAULTS: dict[str, tuple[float, float]] = {
 
 #: Units of figures where less is better (the "best" of a row is its least).
 LOWER_IS_BETTER = ("MiB", "ms/k")
+#: Issue 35's goal for the throughput rows of these loads: the project's at least this share of Apache's.
+GOAL_LOADS = ("timer", "pop")
+GOAL_RATIO = 0.8
 
 
 @dataclasses.dataclass
@@ -234,7 +239,25 @@ class Results:
             print(line)
         for text in self.notes:
             print(f"note: {text}")
+        self.print_goals()
         sys.stdout.flush()
+
+    def print_goals(self) -> None:
+        """The rows with a goal, each with its ratios and whether it is met (by the median where there are
+        several rounds: one lucky round does not meet it)."""
+        lines: list[str] = []
+        for row in self.rows.values():
+            ours, theirs = row.values.get("project"), row.values.get("apache")
+            if row.label.split()[0] not in GOAL_LOADS or row.unit != "msg/s" or not ours or not theirs:
+                continue
+            best = max(ours) / max(theirs)
+            median = statistics.median(ours) / statistics.median(theirs)
+            verdict = "met" if median >= GOAL_RATIO else "NOT met"
+            lines.append(f"  {row.label:<44} best {best:5.2f}   median {median:5.2f}   {verdict}")
+        if lines:
+            print()
+            print(f"goal: project / Apache >= {GOAL_RATIO} in messages per second (judged by the median)")
+            print("\n".join(lines))
 
 
 def _figure(value: float) -> str:

@@ -191,8 +191,10 @@ class TimerMessageService:
             return topic, queue_id
         if topic == TIMER_TOPIC or const.TIMER_OUT_MS in properties:
             return topic, queue_id
-        if not any(
-            n in properties for n in (const.TIMER_DELIVER_MS, const.TIMER_DELAY_MS, const.TIMER_DELAY_SEC)
+        if (  # every send passes here: no generator, just three lookups
+            const.TIMER_DELIVER_MS not in properties
+            and const.TIMER_DELAY_MS not in properties
+            and const.TIMER_DELAY_SEC not in properties
         ):
             return topic, queue_id
         settings = self.settings
@@ -489,6 +491,8 @@ class TimerMessageService:
             finished.sort(key=lambda offset: offset in markers)
             await self._progress(self._log.mark_done, finished)
         for start in range(0, len(to_send), _DELIVERY_BATCH):
+            if start:  # under ASYNC_FLUSH a batch is stored without suspending: let other requests in
+                await asyncio.sleep(0)
             if not await self._deliver_batch(to_send[start : start + _DELIVERY_BATCH]):
                 return False
         return True

@@ -2,9 +2,11 @@
 checkpoints (messages handed out and not yet acknowledged or revived).
 
 Apache keeps this in its revive topic (checkpoint and ack messages, merged in memory by
-``PopBufferMergeService``). Here the table is small -- only open checkpoints -- so it is kept as one JSON
-file rewritten atomically (write, fsync, rename) before a pop, ack or change is answered: a broker never
-answers for a checkpoint it could not read back after a crash.
+``PopBufferMergeService``). Here the table is small -- only open checkpoints -- so each new version of it,
+one JSON document, is made durable before a pop, ack or change is answered: a broker never answers for a
+checkpoint it could not read back after a crash. Versions are appended to ``popCheckpoints.journal``
+(one synchronous write each, :mod:`broker.store.snapshot_journal`) and folded into ``popCheckpoints.json``
+now and then.
 """
 
 from __future__ import annotations
@@ -14,11 +16,12 @@ import json
 import logging
 from pathlib import Path
 
-from broker.store.atomic_file import read_if_exists, write_atomically
+from broker.store.snapshot_journal import SnapshotJournal
 
 log = logging.getLogger("broker.pop.checkpoints")
 
 FILE_NAME = "popCheckpoints.json"
+JOURNAL_NAME = "popCheckpoints.journal"
 
 
 @dataclasses.dataclass(slots=True)
@@ -105,16 +108,23 @@ QueueKey = tuple[str, str, int]
 
 
 class CheckpointTable:
-    """The open checkpoints of every group, saved to ``config_dir/popCheckpoints.json``."""
+    """The open checkpoints of every group, saved under ``config_dir`` (``popCheckpoints.json`` and its
+    journal)."""
 
-    def __init__(self, config_dir: Path) -> None:
+    def __init__(self, config_dir: Path, *, sync: bool = True) -> None:
         self._path = config_dir / FILE_NAME
+        self._file = SnapshotJournal(self._path, config_dir / JOURNAL_NAME, sync=sync)
         self.queues: dict[QueueKey, QueuePopState] = {}
+
+    @property
+    def sync(self) -> bool:
+        """Each write reaches the disk before it returns (else the page cache: see the journal's note)."""
+        return self._file.sync
 
     def load(self) -> None:
         """Read the table a previous run saved; an unreadable file stops the broker (it would otherwise
         silently forget in-flight messages)."""
-        data = read_if_exists(self._path)
+        data = self._file.read()
         self.queues = {}
         if data is None:
             return
@@ -153,5 +163,7 @@ class CheckpointTable:
     def write(self, data: bytes) -> None:
         """Replace the file with ``data`` (a :meth:`snapshot`), durably; ``OSError`` when it failed. Safe in
         a worker thread: it touches the file only."""
-        self._path.parent.mkdir(parents=True, exist_ok=True)
-        write_atomically(self._path, data)
+        self._file.write(data)
+
+    def close(self) -> None:
+        self._file.close()

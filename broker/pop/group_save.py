@@ -6,7 +6,9 @@ disk in turn and stalled the loop meanwhile. Here a request that changed the tab
 *began after* its change: the table is serialized on the loop (so the bytes are one consistent state),
 written and fsynced in a worker thread, and every request that changed the table before that snapshot
 is answered by the same write. Requests arriving during a write share the next one. One write at a time,
-so the file has a single writer.
+so the file has a single writer. A write that only reaches the page cache (``in_thread`` false) takes
+microseconds: it is made on the loop, where the hop to a thread and back would cost more than it, and the
+requests of one turn of the loop still share it.
 """
 
 from __future__ import annotations
@@ -18,9 +20,12 @@ from collections.abc import Callable
 class GroupSave:
     """Coalesces durable writes of ``snapshot()`` by ``write(data)`` (which raises ``OSError`` on failure)."""
 
-    def __init__(self, snapshot: Callable[[], bytes], write: Callable[[bytes], None]) -> None:
+    def __init__(
+        self, snapshot: Callable[[], bytes], write: Callable[[bytes], None], *, in_thread: bool = True
+    ) -> None:
         self._snapshot = snapshot
         self._write = write
+        self._in_thread = in_thread
         #: Callers whose changes the next write must hold.
         self._next: list[asyncio.Future[None]] = []
         #: Callers waiting on the write under way (it holds everything they could depend on).
@@ -58,7 +63,10 @@ class GroupSave:
                 failure: Exception | None = None
                 try:
                     data = self._snapshot()
-                    await asyncio.to_thread(self._write, data)
+                    if self._in_thread:
+                        await asyncio.to_thread(self._write, data)
+                    else:
+                        self._write(data)
                 except Exception as exc:  # every waiter gets it: none of their changes is durable
                     failure = exc
                 waiters, self._current = self._current, None

@@ -15,7 +15,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Collection
+from collections.abc import Collection, Iterable
 from pathlib import Path
 
 from broker.clock import Clock
@@ -24,7 +24,7 @@ from broker.histogram import HistogramTable
 from broker.message_service import MessageService, stored_properties
 from broker.pop.checkpoints import Checkpoint, CheckpointTable, QueuePopState
 from broker.pop.group_save import GroupSave
-from broker.store import ConsumerOffsetStore, GetMessageStatus, MessageStore
+from broker.store import ConsumerOffsetStore, FlushDiskType, GetMessageStatus, MessageStore
 from broker.store.message_store import total_physical_memory
 from broker.topic_config_manager import TopicConfigManager
 from rocketmq_wire.errors import CodecError
@@ -89,10 +89,16 @@ class PopService:
         self._offsets = offsets
         self._topics = topics
         self._store_host = store_host
-        self._table = CheckpointTable(config_dir)
+        #: Under SYNC_FLUSH each version of the table is on disk before a request is answered; under
+        #: ASYNC_FLUSH in the page cache (a killed broker keeps it), as that mode's messages are.
+        self._table = CheckpointTable(
+            config_dir, sync=store.config.flush_disk_type is FlushDiskType.SYNC_FLUSH
+        )
         #: Something changed since the table was last written (an empty pop writes nothing).
         self._dirty = False
-        self._group_save = GroupSave(self._snapshot, lambda data: self._table.write(data))
+        self._group_save = GroupSave(
+            self._snapshot, lambda data: self._table.write(data), in_thread=self._table.sync
+        )
         self._waiters: dict[str, list[asyncio.Future[None]]] = {}
         self._waiting = 0
         #: Revived messages go through the same lock as pops, so a revive never races a pop's bookkeeping.
@@ -261,7 +267,10 @@ class PopService:
             raise
 
     async def drain_saves(self) -> None:
+        """Wait for the writes asked for so far, then let go of the table's file (a later write opens it
+        again)."""
         await self._group_save.drain()
+        self._table.close()
 
     def _snapshot(self) -> bytes:
         self._dirty = False  # changes from here on need the next write
@@ -272,14 +281,28 @@ class PopService:
     def ack(self, group: str, topic: str, queue_id: int, offset: int, ck_start: int, pop_time: int) -> bool:
         """Mark one message of a checkpoint done; ``False`` when no open checkpoint has it (already
         acknowledged or revived), which Apache answers as a success all the same."""
+        return self.ack_all(group, topic, queue_id, [offset], ck_start, pop_time) > 0
+
+    def ack_all(
+        self, group: str, topic: str, queue_id: int, offsets: Iterable[int], ck_start: int, pop_time: int
+    ) -> int:
+        """Mark messages of one checkpoint done, as :meth:`ack` each would, but with one commit for them
+        all (a batch ack names a whole pop's offsets); how many were still open."""
         state = self._table.queues.get((group, topic, queue_id))
         ck = state.find(ck_start, pop_time) if state is not None else None
-        if state is None or ck is None or offset not in ck.pending():
-            return False
-        ck.acked.add(offset)
-        self._commit(group, topic, queue_id, state)
-        self._put(group, topic, "ACK")
-        return True
+        if state is None or ck is None:
+            return 0
+        pending = set(ck.pending())
+        taken = 0
+        for offset in offsets:
+            if offset in pending:
+                pending.discard(offset)
+                ck.acked.add(offset)
+                self._put(group, topic, "ACK")
+                taken += 1
+        if taken:
+            self._commit(group, topic, queue_id, state)
+        return taken
 
     def change_invisible(
         self,

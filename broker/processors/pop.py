@@ -415,9 +415,8 @@ class AckMessageProcessor:
             log.warning(remark)
             return request.make_response(ResponseCode.MESSAGE_ILLEGAL, remark)
         low = self._store.get_min_offset(topic, queue_id)
-        for offset in ack.acked_offsets():
-            if offset >= low:  # Apache skips what the queue no longer holds
-                self._pop.ack(group, topic, queue_id, offset, ack.start_offset, ack.pop_time)
+        held = [offset for offset in ack.acked_offsets() if offset >= low]  # Apache skips what is gone
+        self._pop.ack_all(group, topic, queue_id, held, ack.start_offset, ack.pop_time)
         return None
 
 

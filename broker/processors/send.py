@@ -15,7 +15,6 @@ the message's unique id as ``transactionId``.
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import random
 import shutil
@@ -270,22 +269,25 @@ class SendMessageProcessor:
         # by taking it out of the map and putting it back afterwards -- at the end of the map, which decides
         # where it lands when a half or delayed message is written from the map later.
         wait = properties.pop(const.WAIT, None)
-        properties_string = stored_properties(properties)
+        staying = dict(properties)  # encoded only if the message stays where it was sent (a timer's does not)
         if wait is not None:
             properties[const.WAIT] = wait
 
-        message = MessageExt(
-            topic=topic,
-            body=request.body,
-            flag=int(header.flag or 0),
-            properties_string=properties_string,
-            queue_id=queue_id,
-            sys_flag=sys_flag,
-            born_timestamp=int(header.born_timestamp or 0),
-            born_host=conn.remote_address,
-            store_host=config.store_host,
-            reconsume_times=reconsume_times,
-        )
+        def stored(where: str, queue: int, properties_text: str) -> MessageExt:
+            """The message to store (built once, where it goes known: a timer message is re-addressed)."""
+            return MessageExt(
+                topic=where,
+                body=request.body,
+                flag=int(header.flag or 0),
+                properties_string=properties_text,
+                queue_id=queue,
+                sys_flag=sys_flag,
+                born_timestamp=int(header.born_timestamp or 0),
+                born_host=conn.remote_address,
+                store_host=config.store_host,
+                reconsume_times=reconsume_times,
+            )
+
         transactional = properties.get(const.TRAN_MSG, "").lower() == "true"
         if transactional and not (reconsume_times > 0 and properties.get(const.DELAY, "0") not in ("", "0")):
             if config.reject_transaction_message:
@@ -294,7 +296,8 @@ class SendMessageProcessor:
                     ResponseCode.NO_PERMISSION,
                     f"the broker[{config.broker_ip1}] sending transaction message is forbidden",
                 )
-            half = self._transactions.make_half(message, properties)
+            as_sent = stored(topic, queue_id, stored_properties(staying))
+            half = self._transactions.make_half(as_sent, properties)
             result = await self._transactions.prepare(half)
             return self._put_answer(request, result, queue_id, properties.get(const.UNIQ_KEY))
         placed = self._timer.transform(properties, topic, queue_id)
@@ -307,12 +310,9 @@ class SendMessageProcessor:
         else:
             real_topic, real_queue = self._schedule.apply_delay(properties, topic, queue_id)
         if real_topic != topic:
-            message = dataclasses.replace(
-                message,
-                topic=real_topic,
-                queue_id=real_queue,
-                properties_string=stored_properties(properties),
-            )
+            message = stored(real_topic, real_queue, stored_properties(properties))
+        else:
+            message = stored(topic, queue_id, stored_properties(staying))
         return self._put([message], request, queue_id, properties.get(const.UNIQ_KEY), recall_handle)
 
     def _recall_handle(self, properties: dict[str, str]) -> str | None:

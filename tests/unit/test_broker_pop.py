@@ -361,3 +361,29 @@ async def test_without_the_timer_wheel_a_pop_is_refused(tmp_path: Path) -> None:
         assert answer.code == ResponseCode.SYSTEM_ERROR
         ip = parts.config.broker_ip1
         assert answer.remark == f"the broker[{ip}] pop message is forbidden because timerWheelEnable is false"
+
+
+async def test_a_batch_ack_of_a_whole_pop_commits_once_and_counts_each_message_once(
+    parts: BrokerParts,
+) -> None:
+    clock = parts.clock
+    assert isinstance(clock, ManualClock)
+    for i in range(5):
+        await put(parts, f"m{i}".encode())
+    _, result = await pop(parts)
+    assert result is not None and len(result.messages) == 5
+    handles = [receipt_handle(m) for m in result.messages]
+    ack = processors(parts)[1]
+    answer = await call(ack, ack_request(handles[0], group=GROUP, topic=TOPIC))
+    assert answer.code == ResponseCode.SUCCESS
+    counted = parts.services.pop.revive_in[(GROUP, TOPIC, "ACK", "PUT_OK")]
+    # The batch names one message already acknowledged and three of the four others (one twice).
+    batch = [handles[0], handles[1], handles[2], handles[2], handles[3]]
+    answer = await call(ack, batch_ack_request(batch, group=GROUP, topic=TOPIC))
+    assert answer.code == ResponseCode.SUCCESS
+    assert parts.services.pop.revive_in[(GROUP, TOPIC, "ACK", "PUT_OK")] == counted + 3
+    assert parts.metadata.offsets.query_offset(GROUP, TOPIC, 0) == 4, "up to the one still in flight"
+    clock.advance(INVISIBLE_MS + 1)
+    assert await parts.services.pop.revive_once() == 1, "only m4 was not acknowledged"
+    _, again = await pop(parts)
+    assert bodies(again) == [b"m4"]

@@ -89,3 +89,40 @@ async def test_a_failed_write_fails_its_callers_and_the_next_save_writes_again()
     assert table.written == [[1, 2]]
     await saver.drain()
     assert not saver.writing
+
+
+async def test_a_page_cache_write_is_made_on_the_loop_and_shared_by_the_callers_of_one_turn() -> None:
+    table = Table()
+    threads: list[int] = []
+
+    def write(data: bytes) -> None:
+        threads.append(threading.get_ident())
+        table.write(data)
+
+    saver = GroupSave(table.snapshot, write, in_thread=False)
+
+    async def change_then_save(value: int) -> list[int]:
+        table.values.append(value)
+        await saver.save(changed=True)
+        return table.written[-1]
+
+    seen = await asyncio.gather(*(change_then_save(v) for v in range(10)))
+    assert all(value in written for value, written in enumerate(seen))
+    assert len(table.written) == 1 and threads == [threading.get_ident()]
+    table.values.append(10)
+    await saver.save(changed=True)
+    assert table.written[-1] == list(range(11)) and len(threads) == 2
+
+
+async def test_a_disk_write_is_made_in_a_worker_thread() -> None:
+    table = Table()
+    threads: list[int] = []
+
+    def write(data: bytes) -> None:
+        threads.append(threading.get_ident())
+        table.write(data)
+
+    saver = GroupSave(table.snapshot, write)
+    table.values.append(1)
+    await saver.save(changed=True)
+    assert table.written == [[1]] and threads and threads[0] != threading.get_ident()
