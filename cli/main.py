@@ -56,6 +56,7 @@ from cli.send_cmd import send
 from cli.tls_options import TLS_CONFIG_ENV, TLS_ENV
 from cli.top_cmd import top
 from cli.topic_cmd import topic_app
+from cli.version_opt import show_version
 
 if TYPE_CHECKING:
     from typer.models import CommandInfo, TyperInfo
@@ -89,6 +90,13 @@ def _root(
         dir_okay=False,
         readable=True,
         help="Apache's tls.properties for clients: tls.client.authServer, trust and client certificates",
+    ),
+    _version: bool = typer.Option(
+        False,
+        "--version",
+        callback=show_version,
+        is_eager=True,
+        help="Print the version and the codec path in use (C accelerator or pure Python), then exit",
     ),
 ) -> None:
     """Apache RocketMQ from Python."""

@@ -146,21 +146,27 @@ class Speedups(Protocol):
         ...
 
 
-def _load() -> Speedups | None:
+def _load() -> tuple[Speedups | None, str]:
+    """The C module (``None`` for pure Python) and, in words, which path that is and why."""
     if os.environ.get("RMQ_NO_SPEEDUPS", "") not in ("", "0"):
-        _log.debug("rocketmq_wire codec: pure Python (RMQ_NO_SPEEDUPS is set)")
-        return None
+        path = "pure Python (RMQ_NO_SPEEDUPS is set)"
+        _log.debug("rocketmq_wire codec: %s", path)
+        return None, path
     try:
         module = importlib.import_module("rocketmq_wire._speedups")
     except ImportError as exc:
-        _log.debug("rocketmq_wire codec: pure Python (C accelerator not built: %s)", exc)
-        return None
-    _log.debug("rocketmq_wire codec: C accelerator %s", module.__file__)
-    return cast(Speedups, module)
+        path = f"pure Python (the C accelerator is not built: {exc})"
+        _log.debug("rocketmq_wire codec: %s", path)
+        return None, path
+    path = f"C accelerator ({module.__file__})"
+    _log.debug("rocketmq_wire codec: %s", path)
+    return cast(Speedups, module), path
 
 
 #: The C module, or ``None`` when the codec runs pure Python.
-speedups: Speedups | None = _load()
+#: :data:`CODEC_PATH` says the same in words, with the reason or the module's file, for ``rmq --version``
+#: and bug reports: whether an install compiled the accelerator is otherwise invisible.
+speedups, CODEC_PATH = _load()
 #: Whether the codec runs the C accelerator.
 ACCELERATED: bool = speedups is not None
 
