@@ -42,6 +42,9 @@ echo "== ruff"
 .venv/bin/ruff format --check .
 echo "== mypy"
 .venv/bin/mypy
+# The wheel and the sdist, installed outside the work tree on Python 3.12 and 3.13 (before the long suite,
+# so that a broken package fails fast; RMQ_CHECK_DIST=0 leaves it out of a local run).
+[[ "${RMQ_CHECK_DIST:-1}" == "0" ]] || ./scripts/check-dist.sh
 echo "== pytest"
 # Every test process imports the project afresh (servers, rmq calls, Spark's Python workers: about 800 of
 # them), and under PYTHONDONTWRITEBYTECODE none would write the bytecode it compiled for the next one.

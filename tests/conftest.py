@@ -25,6 +25,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, settings
 
+from tests.installed_package import require_installed_package
 from tests.integration.clusters.fixture import WorkerRelay, provider_of
 from tests.integration.clusters.fixture import terminal_summary as clusters_summary
 from tests.integration.matrix import report as matrix_report
@@ -61,8 +62,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    require_installed_package()
     if config.pluginmanager.hasplugin("xdist"):
         config.pluginmanager.register(WorkerRelay(), "rmq-worker-relay")
+
+
+def pytest_report_header() -> str | None:
+    return require_installed_package()
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:

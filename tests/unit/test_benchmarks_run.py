@@ -15,6 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from tests.installed_package import needs_work_tree
+
+pytestmark = needs_work_tree("benchmarks/")
+
 REPO = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p.stem for p in (REPO / "benchmarks").glob("*.py") if not p.name.startswith("_"))
 

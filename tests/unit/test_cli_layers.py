@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-CLI = Path(__file__).resolve().parents[2] / "cli"
+import cli
+
+#: The package as imported (the checkout, or site-packages in a run against the installed wheel).
+CLI = Path(cli.__file__).resolve().parent
 PACKAGE = "cli"
 
 

@@ -18,6 +18,9 @@ from admin.snapshot import ClusterSnapshot
 from broker.testing import BrokerClient, running_broker
 from cli.exporter_metrics import families
 from rocketmq_wire import ResponseCode
+from tests.installed_package import needs_work_tree
+
+pytestmark = needs_work_tree("docs/grafana/")
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana" / "rocketmq-overview.json"
 #: Metric names in a PromQL expression: every one of the project's starts so, and no label or function does.

@@ -16,7 +16,10 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+import rocketmq_wire
+
+#: The folder holding the packages as imported: the checkout, or site-packages in a run against the wheel.
+REPO = Path(rocketmq_wire.__file__).resolve().parents[1]
 
 #: The layers, lowest first, and what each package may import of the others (see docs/ARCHITECTURE.md).
 ALLOWED: dict[str, set[str]] = {

@@ -49,6 +49,7 @@ from rocketmq_wire.message.batch import BatchEntry, decode_batch
 from rocketmq_wire.message.properties import PropertiesFlavour, decode_properties, encode_properties
 from rocketmq_wire.message.stored import MessageExt, encode_stored_message
 from tests.golden import load_golden
+from tests.installed_package import needs_work_tree
 
 ROOT = Path(__file__).resolve().parents[2]
 SOURCE = ROOT / "rocketmq_wire" / "_speedups.c"
@@ -167,6 +168,7 @@ def test_pure_python_switches_every_wired_module_and_restores_them() -> None:
 
 
 @needs_c
+@needs_work_tree("rocketmq_wire/_speedups.c")
 def test_c_source_compiles_without_warnings(tmp_path: Path) -> None:
     gcc = shutil.which("gcc")
     include = sysconfig.get_paths()["include"]

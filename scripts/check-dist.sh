@@ -1,0 +1,180 @@
+#!/usr/bin/env bash
+# Builds the sdist and the wheel (python -m build) and proves that both work outside the work tree:
+#
+#   Python 3.12: the wheel (its C accelerator compiled) with the test extra in a fresh venv;
+#   Python 3.13: the sdist built again with the compiler refused (CC=/nonexistent), so on pure Python.
+#
+# In each: `rmq --version` must name the expected codec path, `rmq quickstart` must run, and the unit tests
+# plus a few python-provider integration modules (send, pull, admin, the CLI against the project's servers)
+# run from a copy of tests/ in a temporary folder, with RMQ_TEST_INSTALLED set, so that tests/conftest.py
+# refuses to run unless every package is imported from the venv's site-packages.
+# (Python 3.11 is the main suite's interpreter, with the editable install.)
+#
+# CI time is scarce: the two installs run side by side, pip reuses its cache and byte-compiles nothing
+# up front, and each part's wall time is printed at the end. Where an interpreter is missing, the part skips
+# saying so; in CI (CI=true or ROCKETMQ_REQUIRE_PEERS=1) it fails instead.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+readonly ROOT="$PWD"
+readonly DIST_NAME="rocketmq-toolkit"
+readonly PACKAGES=(rocketmq_wire client producer consumer admin nameserver broker spark_connector cli)
+# The integration modules run on 3.12 and 3.13: the project's servers only, a few seconds each.
+readonly IT_MODULES=(
+    tests/integration/test_cluster_producer.py
+    tests/integration/test_cluster_admin.py
+    tests/integration/test_cluster_cli.py
+    tests/integration/test_consumer_pull.py
+)
+# Unit test modules left out on 3.12/3.13 (3.11 runs them all): the slowest, which mostly start rmq processes
+# or servers per test and exercise no code that differs between Python versions or codec paths more than
+# what runs here does, and checks of the suite's own machinery. With them, each version would add minutes.
+readonly SLOW_UNIT=(
+    test_cli_mqadmin_cmds test_cli_malformed test_cli_commands test_cli_acl test_cli_user_acl
+    test_cli_errors test_cli_startup test_cli_exporter test_cli_quickstart test_nameserver_cli
+    test_store_open_files test_store_crash test_server_fuzz test_trace_loopback test_transport_bounds
+    test_transport_idle test_xdist_grouping test_import_graph test_benchmarks_run
+)
+# ... and the one test that runs the codec's test files again in a subprocess on the other path.
+readonly SLOW_DESELECT=(tests/unit/test_speedups.py::test_codec_tests_pass_on_the_other_path)
+
+work="$(mktemp -d -t rmq-dist-XXXXXX)"
+cleanup() { rm -rf "$work"; }
+trap cleanup EXIT
+
+timings=()
+started=$SECONDS
+lap() { # lap LABEL: records the seconds since the previous lap
+    timings+=("$(printf '%4ds  %s' $((SECONDS - started)) "$1")")
+    started=$SECONDS
+}
+
+required() { [[ "${CI:-}" == "true" || -n "${ROCKETMQ_REQUIRE_PEERS:-}" ]]; }
+
+fail() {
+    echo "check-dist: $*" >&2
+    exit 1
+}
+
+# find_python 3.12: an interpreter of that version (pyenv's shims answer only for the selected versions, so
+# pyenv's own folder is looked in too); prints nothing when there is none.
+find_python() {
+    local version="$1" candidate
+    for candidate in "python$version" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version"; do
+        if command -v "$candidate" >/dev/null 2>&1 &&
+            "$candidate" -c 'import sys; print(sys.executable)' 2>/dev/null; then
+            return 0
+        fi
+    done
+}
+
+py312="$(find_python 3.12)"
+py313="$(find_python 3.13)"
+for pair in "3.12:$py312" "3.13:$py313"; do
+    if [[ -z "${pair#*:}" ]]; then
+        required && fail "no Python ${pair%%:*} on PATH or under pyenv: the distribution cannot be checked"
+        echo "check-dist: SKIPPED, no Python ${pair%%:*} on PATH or under pyenv"
+        exit 0
+    fi
+done
+
+echo "== dist: venvs for Python 3.12 ($py312) and 3.13 ($py313)"
+"$py312" -m venv "$work/py312" &
+venv312=$!
+"$py313" -m venv "$work/py313" &
+venv313=$!
+wait "$venv312" || fail "python3.12 -m venv failed"
+wait "$venv313" || fail "python3.13 -m venv failed"
+lap "two venvs"
+
+echo "== dist: python -m build"
+"$work/py312/bin/pip" install -q build
+"$work/py312/bin/python" -m build --outdir "$work/dist" "$ROOT" >"$work/build.log" 2>&1 ||
+    { tail -50 "$work/build.log"; fail "python -m build failed (log above)"; }
+lap "python -m build (sdist, then the cp312 wheel from it)"
+grep -F "rocketmq-toolkit: built the C accelerator" "$work/build.log" ||
+    fail "the wheel's build did not compile the C accelerator (log: $(tail -20 "$work/build.log"))"
+sdist="$(echo "$work"/dist/*.tar.gz)"
+wheel="$(echo "$work"/dist/*.whl)"
+[[ -f "$sdist" && -f "$wheel" ]] || fail "python -m build made no sdist or no wheel: $(ls "$work/dist")"
+
+# What each archive must hold: every package's py.typed, and the compiled module (wheel) or its C source.
+"$work/py312/bin/python" - "$wheel" "$sdist" "${PACKAGES[@]}" <<'EOF' || fail "an archive lacks a file (above)"
+import os
+import sys
+import tarfile
+import zipfile
+
+wheel, sdist, *packages = sys.argv[1:]
+in_wheel = zipfile.ZipFile(wheel).namelist()
+in_sdist = [name.split("/", 1)[1] for name in tarfile.open(sdist).getnames() if "/" in name]
+missing = [f"wheel: {p}/py.typed" for p in packages if f"{p}/py.typed" not in in_wheel]
+missing += [f"sdist: {p}/py.typed" for p in packages if f"{p}/py.typed" not in in_sdist]
+if not any(n.startswith("rocketmq_wire/_speedups.") and n.endswith(".so") for n in in_wheel):
+    missing.append("wheel: rocketmq_wire/_speedups.*.so")
+for needed in ("rocketmq_wire/_speedups.c", "setup.py", "pyproject.toml", "README.md", "docs/ARCHITECTURE.md"):
+    if needed not in in_sdist:
+        missing.append(f"sdist: {needed}")
+modules = sum(n.endswith(".py") for n in in_wheel)
+print(
+    f"wheel {os.path.basename(wheel)}: {os.path.getsize(wheel) / 1024:.0f} KiB, {len(in_wheel)} files "
+    f"({modules} modules, {len(packages)} packages with py.typed, the C accelerator)"
+)
+print(f"sdist {os.path.basename(sdist)}: {os.path.getsize(sdist) / 1024:.0f} KiB, {len(in_sdist)} entries")
+for line in missing:
+    print(f"missing from the {line}", file=sys.stderr)
+sys.exit(1 if missing else 0)
+EOF
+lap "archive contents"
+
+echo "== dist: installs (3.12: the wheel; 3.13: the sdist with the compiler refused)"
+# --no-compile: pip would byte-compile every installed module (mypy's thousands among them) up front; the
+# tests compile only what they import. --no-binary: never a wheel of ours cached from a compiling build.
+"$work/py312/bin/pip" install -q --no-compile "$wheel[test]" >"$work/install312.log" 2>&1 &
+install312=$!
+CC=/nonexistent "$work/py313/bin/pip" install -v --no-compile --no-binary "$DIST_NAME" "$sdist[test]" \
+    >"$work/install313.log" 2>&1 &
+install313=$!
+wait "$install312" || { tail -30 "$work/install312.log"; fail "installing the wheel on 3.12 failed"; }
+wait "$install313" || { tail -30 "$work/install313.log"; fail "installing the sdist on 3.13 failed"; }
+lap "both installs, side by side"
+# setup.py's own words, from pip's build log: the install went on without the accelerator.
+grep -F "rocketmq-toolkit: the C accelerator rocketmq_wire._speedups was not built" "$work/install313.log" ||
+    fail "the 3.13 build log does not say the accelerator was left out (CC was refused)"
+
+# The tests run from a copy, so that nothing of the work tree is on sys.path (pyproject.toml for pytest's
+# settings only: the packages are not copied).
+mkdir "$work/suite"
+cp -r tests pyproject.toml "$work/suite/"
+find "$work/suite" -name __pycache__ -prune -exec rm -rf {} +
+
+left_out=()
+for module in "${SLOW_UNIT[@]}"; do
+    left_out+=(--ignore "tests/unit/$module.py")
+done
+for test in "${SLOW_DESELECT[@]}"; do
+    left_out+=(--deselect "$test")
+done
+
+# check_venv NAME EXPECTED_CODEC: rmq --version, rmq quickstart, then the tests, in the venv NAME.
+check_venv() {
+    local venv="$work/$1" expected="$2" version
+    version="$("$venv/bin/rmq" --version)"
+    echo "$version"
+    grep -q "^codec: $expected" <<<"$version" || fail "$1: rmq --version does not say '$expected'"
+    (cd "$work" && "$venv/bin/rmq" quickstart --messages 3 >"$work/quickstart-$1.log" 2>&1) ||
+        { cat "$work/quickstart-$1.log"; fail "$1: rmq quickstart failed"; }
+    lap "$1: rmq --version, rmq quickstart"
+    (cd "$work/suite" && RMQ_TEST_INSTALLED=1 ROCKETMQ_PROVIDERS=python "$venv/bin/python" -m pytest -q \
+        -p no:cacheprovider -n "${RMQ_TEST_WORKERS:-2}" --dist loadgroup --durations=5 \
+        "${left_out[@]}" tests/unit "${IT_MODULES[@]}") ||
+        fail "$1: the tests failed against the installed package"
+    lap "$1: unit tests + ${#IT_MODULES[@]} integration modules"
+}
+
+echo "== dist: Python 3.12, the wheel"
+check_venv py312 "C accelerator"
+echo "== dist: Python 3.13, the sdist without a compiler"
+check_venv py313 "pure Python"
+
+echo "== dist: seconds per part"
+printf '%s\n' "${timings[@]}"
