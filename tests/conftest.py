@@ -25,7 +25,7 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, settings
 
-from tests.installed_package import require_installed_package
+from tests.installed_package import installed_run, require_installed_package
 from tests.integration.clusters.fixture import WorkerRelay, provider_of
 from tests.integration.clusters.fixture import terminal_summary as clusters_summary
 from tests.integration.matrix import report as matrix_report
@@ -34,7 +34,10 @@ from tests.integration.matrix import report as matrix_report
 # suite's JVMs, Hypothesis's timing checks (a 200 ms deadline per example, "too slow" data generation) fail
 # tests that are right (seen: test_message_batch's round trip while a cluster ran beside it).
 settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("suite")
+# Against an installed wheel on the other Python versions (scripts/check-dist.sh), a quarter of the default
+# examples: the full count runs on 3.11, and CI time is short. Tests that name their count keep it.
+settings.register_profile("installed", parent=settings.get_profile("suite"), max_examples=25)
+settings.load_profile("installed" if installed_run() else "suite")
 
 
 def work_unit(item: pytest.Item) -> str:
