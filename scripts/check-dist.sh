@@ -5,14 +5,15 @@
 #   Python 3.13: the sdist built again with the compiler refused (CC=/nonexistent), so on pure Python.
 #
 # In each: `rmq --version` must name the expected codec path, `rmq quickstart` must run, and the unit tests
-# (a fast subset: SLOW_UNIT and SLOW_DESELECT below are left out) plus a few python-provider integration modules (send, pull, admin against the project's servers)
+# (a fast subset: SLOW_UNIT and SLOW_DESELECT below are left out) plus a few python-provider integration
+# modules (send, pull, admin against the project's servers)
 # run from a copy of tests/ in a temporary folder, with RMQ_TEST_INSTALLED set, so that tests/conftest.py
 # refuses to run unless every package is imported from the venv's site-packages.
 # (Python 3.11 is the main suite's interpreter, with the editable install.)
 #
-# CI time is scarce: the two installs run side by side, pip reuses its cache and byte-compiles nothing
-# up front, and each part's wall time is printed at the end. Where an interpreter is missing, the check skips
-# saying so; in CI (CI=true or ROCKETMQ_REQUIRE_PEERS=1) it fails instead.
+# CI time is scarce: the two installs, and then the two versions' checks, run side by side; pip reuses its
+# cache and byte-compiles nothing up front; each part's wall time is printed at the end. Where an interpreter
+# is missing, the check skips saying so; in CI (CI=true or ROCKETMQ_REQUIRE_PEERS=1) it fails instead.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 readonly ROOT="$PWD"
@@ -75,7 +76,8 @@ fail() {
 # pyenv's own folder is looked in too); prints nothing when there is none.
 find_python() {
     local version="$1" candidate
-    for candidate in "python$version" "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$version".*/bin/"python$version"; do
+    local pyenv_root="${PYENV_ROOT:-$HOME/.pyenv}"
+    for candidate in "python$version" "$pyenv_root"/versions/"$version".*/bin/"python$version"; do
         if command -v "$candidate" >/dev/null 2>&1 &&
             "$candidate" -c 'import sys; print(sys.executable)' 2>/dev/null; then
             return 0
@@ -103,8 +105,14 @@ wait "$venv313" || fail "python3.13 -m venv failed"
 lap "two venvs"
 
 echo "== dist: python -m build"
-"$work/py312/bin/pip" install -q build
-"$work/py312/bin/python" -m build --outdir "$work/dist" "$ROOT" >"$work/build.log" 2>&1 ||
+# The build requirements (pyproject.toml's [build-system]) go into this venv once, instead of into two
+# throw-away ones (--no-isolation; build still refuses to run when one is missing); the 3.13 install below
+# builds from the sdist in pip's isolated environment, as users' pip does.
+read_requires='import sys, tomllib
+print(*tomllib.load(sys.stdin.buffer)["build-system"]["requires"], sep="\n")'
+mapfile -t build_requires < <("$py312" -c "$read_requires" <pyproject.toml)
+"$work/py312/bin/pip" install -q build "${build_requires[@]}"
+"$work/py312/bin/python" -m build --no-isolation --outdir "$work/dist" "$ROOT" >"$work/build.log" 2>&1 ||
     { tail -50 "$work/build.log"; fail "python -m build failed (log above)"; }
 lap "python -m build (sdist, then the cp312 wheel from it)"
 grep -F "rocketmq-toolkit: built the C accelerator" "$work/build.log" ||
@@ -114,7 +122,7 @@ wheel="$(echo "$work"/dist/*.whl)"
 [[ -f "$sdist" && -f "$wheel" ]] || fail "python -m build made no sdist or no wheel: $(ls "$work/dist")"
 
 # What each archive must hold: every package's py.typed, and the compiled module (wheel) or its C source.
-"$work/py312/bin/python" - "$wheel" "$sdist" "${PACKAGES[@]}" <<'EOF' || fail "an archive lacks a file (above)"
+"$work/py312/bin/python" - "$wheel" "$sdist" "${PACKAGES[@]}" <<'EOF' || fail "an archive lacks a file"
 import os
 import sys
 import tarfile
@@ -127,7 +135,8 @@ missing = [f"wheel: {p}/py.typed" for p in packages if f"{p}/py.typed" not in in
 missing += [f"sdist: {p}/py.typed" for p in packages if f"{p}/py.typed" not in in_sdist]
 if not any(n.startswith("rocketmq_wire/_speedups.") and n.endswith(".so") for n in in_wheel):
     missing.append("wheel: rocketmq_wire/_speedups.*.so")
-for needed in ("rocketmq_wire/_speedups.c", "setup.py", "pyproject.toml", "README.md", "docs/ARCHITECTURE.md"):
+sdist_needs = ("rocketmq_wire/_speedups.c", "setup.py", "pyproject.toml", "README.md", "docs/ARCHITECTURE.md")
+for needed in sdist_needs:
     if needed not in in_sdist:
         missing.append(f"sdist: {needed}")
 modules = sum(n.endswith(".py") for n in in_wheel)
@@ -171,26 +180,38 @@ for test in "${SLOW_DESELECT[@]}"; do
     left_out+=(--deselect "$test")
 done
 
-# check_venv NAME EXPECTED_CODEC: rmq --version, rmq quickstart, then the tests, in the venv NAME.
+# check_venv NAME EXPECTED_CODEC: rmq --version, rmq quickstart, then the tests, in the venv NAME. Both
+# versions run side by side, one pytest process each: while one waits (servers starting, an rmq process),
+# the other computes, and neither ends on a single straggling worker as two xdist workers each would.
 check_venv() {
-    local venv="$work/$1" expected="$2" version
+    local venv="$work/$1" expected="$2" version began=$SECONDS
     version="$("$venv/bin/rmq" --version)"
     echo "$version"
     grep -q "^codec: $expected" <<<"$version" || fail "$1: rmq --version does not say '$expected'"
     (cd "$work" && "$venv/bin/rmq" quickstart --messages 3 >"$work/quickstart-$1.log" 2>&1) ||
         { cat "$work/quickstart-$1.log"; fail "$1: rmq quickstart failed"; }
-    lap "$1: rmq --version, rmq quickstart"
+    echo "$1: rmq --version and rmq quickstart took $((SECONDS - began)) s"
+    began=$SECONDS
     (cd "$work/suite" && RMQ_TEST_INSTALLED=1 ROCKETMQ_PROVIDERS=python "$venv/bin/python" -m pytest -q \
-        -p no:cacheprovider -n "${RMQ_TEST_WORKERS:-2}" --dist loadgroup --durations=5 \
-        "${left_out[@]}" tests/unit "${IT_MODULES[@]}") ||
+        -p no:cacheprovider -n 0 -rs --durations=5 "${left_out[@]}" tests/unit "${IT_MODULES[@]}") ||
         fail "$1: the tests failed against the installed package"
-    lap "$1: unit tests + ${#IT_MODULES[@]} integration modules"
+    echo "$1: the tests took $((SECONDS - began)) s"
 }
 
-echo "== dist: Python 3.12, the wheel"
-check_venv py312 "C accelerator"
-echo "== dist: Python 3.13, the sdist without a compiler"
-check_venv py313 "pure Python"
+echo "== dist: Python 3.12 (the wheel) and 3.13 (the sdist without a compiler), side by side"
+check_venv py312 "C accelerator" >"$work/check-py312.log" 2>&1 &
+check312=$!
+check_venv py313 "pure Python" >"$work/check-py313.log" 2>&1 &
+check313=$!
+status=0
+wait "$check312" || status=1
+wait "$check313" || status=1
+lap "Python 3.12 and 3.13: rmq --version, rmq quickstart, the tests"
+for version in py312 py313; do
+    echo "-- $version"
+    cat "$work/check-$version.log"
+done
+((status == 0)) || fail "a check against an installed package failed (logs above)"
 
 echo "== dist: seconds per part"
 printf '%s\n' "${timings[@]}"
