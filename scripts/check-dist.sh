@@ -20,7 +20,9 @@ readonly ROOT="$PWD"
 readonly DIST_NAME="rocketmq-toolkit"
 # Apache's captured frames (tests/golden.py): beside the work tree unless the caller says where.
 export RMQ_GOLDEN_DIR="${RMQ_GOLDEN_DIR:-$(dirname "$ROOT")/shared/golden}"
-readonly PACKAGES=(rocketmq_wire client producer consumer admin nameserver broker spark_connector cli)
+readonly PACKAGES=(
+    rocketmq_wire client producer consumer admin nameserver broker spark_connector cli rocketmq_testing
+)
 # The integration modules run on 3.12 and 3.13: the project's servers only, a few seconds each (the CLI's
 # path is `rmq quickstart` itself: servers, topic, send, pull, consumer progress and route tables).
 readonly IT_MODULES=(

@@ -27,6 +27,7 @@ PACKAGES = (
     "broker",
     "spark_connector",
     "cli",
+    "rocketmq_testing",
 )
 
 
