@@ -1429,7 +1429,7 @@ sp_encode_command(PyObject *module, PyObject *cmd)
         rc = 0; /* the reference's struct.pack refuses that */
         goto done;
     }
-    long long serialize;
+    long long serialize = 0;
     any_ll(v[0], &serialize);
     result = PyBytes_FromStringAndSize(NULL, b.len + body_len);
     if (result == NULL) {

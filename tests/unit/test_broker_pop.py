@@ -265,7 +265,8 @@ async def test_a_long_poll_waits_for_a_message_and_times_out_without_one(parts: 
     await asyncio.sleep(0.05)
     assert not waiting.done(), "held while nothing is there"
     await put(parts, b"arrived")
-    answer, result = await asyncio.wait_for(waiting, 2)
+    # well before the 5 s poll would end on its own: answered by the arrival, not by the timeout
+    answer, result = await asyncio.wait_for(waiting, 4.5)
     assert answer.code == ResponseCode.SUCCESS and bodies(result) == [b"arrived"]
     started = time.monotonic()
     answer, result = await pop(parts, spec(broker_name=name, poll_time_ms=200))
