@@ -60,10 +60,20 @@ class GroupCommitService:
     holds the loop up once in a while at most, and a stalling one once.
     """
 
-    def __init__(self, flush: Callable[[], int], flushed: Callable[[], int], executor: Executor) -> None:
+    def __init__(
+        self,
+        flush: Callable[[], int],
+        flushed: Callable[[], int],
+        executor: Executor,
+        *,
+        clock: Callable[[], float] = time.perf_counter,
+    ) -> None:
+        """``clock`` times each round's fsync (its default, the process's monotonic clock; tests give a disk's
+        own, since under load a descheduled process would make any fsync look slow)."""
         self._flush = flush
         self._flushed = flushed
         self._executor = executor
+        self._clock = clock
         # (offset, deadline in loop time, verdict callback), in the order the waits began.
         self._waiters: list[tuple[int, float, Callable[[bool], object]]] = []
         self._timer: asyncio.TimerHandle | None = None
@@ -162,13 +172,13 @@ class GroupCommitService:
 
     def _round_on_loop(self, loop: asyncio.AbstractEventLoop) -> None:
         self.inline_rounds += 1
-        started = time.perf_counter()
+        started = self._clock()
         try:
             flushed = self._flush()
         except Exception:
             self._round_failed()
             return
-        self._timed_on_loop(time.perf_counter() - started, loop.time())
+        self._timed_on_loop(self._clock() - started, loop.time())
         self._round_done(loop, flushed)
 
     def _round_on_thread_done(self, loop: asyncio.AbstractEventLoop, future: asyncio.Future[int]) -> None:
@@ -216,11 +226,11 @@ class GroupCommitService:
 
     def _timed_flush(self) -> int:
         """A round on the thread, timed (the time is read on the loop once the round's future is done)."""
-        started = time.perf_counter()
+        started = self._clock()
         try:
             return self._flush()
         finally:
-            self._thread_round_s = time.perf_counter() - started
+            self._thread_round_s = self._clock() - started
 
     def _fail_all(self) -> None:
         self._answer(False, expired_by=math.inf)

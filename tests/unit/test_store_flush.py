@@ -220,19 +220,27 @@ async def test_group_commit_waits_time_out_each_at_its_own_deadline() -> None:
 
 
 class _Disk:
-    """A flush that records which thread ran it and takes ``delay`` seconds."""
+    """A flush that records which thread ran it and takes ``delay`` seconds on its own clock (``now``, the
+    service's clock): the wall clock would make a fast flush slow whenever a loaded machine preempts the
+    test. ``stall`` holds the flush up for real, for a round that must still be running meanwhile."""
 
     def __init__(self) -> None:
         self.durable = 0
         self.delay = 0.0
+        self.stall = 0.0
+        self.now = 0.0
         self.threads: list[int] = []
 
     def flush(self) -> int:
         self.threads.append(threading.get_ident())
-        if self.delay:
-            time.sleep(self.delay)
+        self.now += self.delay
+        if self.stall:
+            time.sleep(self.stall)
         self.durable += 100
         return self.durable
+
+    def clock(self) -> float:
+        return self.now
 
     def on_loop(self, rounds: slice) -> list[bool]:
         return [ident == threading.get_ident() for ident in self.threads[rounds]]
@@ -244,7 +252,7 @@ async def test_group_commit_fsyncs_on_the_loop_while_the_disk_is_fast_and_on_its
     monkeypatch.setattr(flush_module, "INLINE_RETRY_S", 0.2)
     disk = _Disk()
     with ThreadPoolExecutor(1) as executor:
-        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor, clock=disk.clock)
         for _ in range(3):
             assert await service.wait_durable(disk.durable + 1, 5)
         assert disk.on_loop(slice(0, 3)) == [True, True, True]  # a fast disk: no thread handoff
@@ -269,7 +277,7 @@ async def test_group_commit_keeps_a_stalling_disk_off_the_loop(monkeypatch: pyte
     monkeypatch.setattr(flush_module, "INLINE_RETRY_S", 0.0)
     disk = _Disk()
     with ThreadPoolExecutor(1) as executor:
-        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor, clock=disk.clock)
         disk.delay = 2 * flush_module.INLINE_RETRY_UNDER_S
         for _ in range(3):
             assert await service.wait_durable(disk.durable + 1, 5)
@@ -350,7 +358,7 @@ async def test_put_then_answers_at_once_without_a_wait_and_through_the_callback_
 async def test_rounds_run_as_loop_callbacks_without_a_task() -> None:
     disk = _Disk()
     with ThreadPoolExecutor(1) as executor:
-        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor, clock=disk.clock)
         tasks_before = len(asyncio.all_tasks())
         heard: list[bool] = []
         for offset in range(1, 40):
@@ -397,9 +405,9 @@ async def test_closing_lets_the_round_on_the_thread_finish_and_fails_the_rest(
 ) -> None:
     monkeypatch.setattr(flush_module, "INLINE_FSYNC_MAX_S", 0)  # every round on the thread
     disk = _Disk()
-    disk.delay = 0.1
+    disk.stall = 0.1
     with ThreadPoolExecutor(1) as executor:
-        service = GroupCommitService(disk.flush, lambda: disk.durable, executor)
+        service = GroupCommitService(disk.flush, lambda: disk.durable, executor, clock=disk.clock)
         heard: list[tuple[int, bool]] = []
         service.when_durable(50, 5, lambda durable: heard.append((50, durable)))
         await asyncio.sleep(0.02)  # the round is on the thread now, covering offset 100
