@@ -46,6 +46,7 @@ from tests.integration.clusters.fixture import PROVIDERS
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.topics import create_on_every_broker
 from tests.integration.clusters.wiretap import Frame, WireTap, unavailable_reason
+from tests.integration.cpp_peer.runner import PeerResult
 from tests.integration.java_peer.fixtures import JavaClientFactory
 
 pytestmark = pytest.mark.integration
@@ -283,9 +284,10 @@ def _java_sets(events: Sequence[Mapping[str, Any]], count: int) -> list[list[int
     return [sorted(seqs) for seqs in found]
 
 
-def _held_to_javas_checks(frames: list[Frame], topic: str, serializations: set[str]) -> int:
+def _held_to_javas_checks(frames: list[Frame], topic: str) -> set[str]:
     """Java's CHECK_CLIENT_CONFIG requests: re-encoded byte for byte, their body as the project reads and
-    writes it, the whole frame as the project builds it from the same values, each answered SUCCESS."""
+    writes it, the whole frame as the project builds it from the same values, each answered SUCCESS.
+    Returns the serializations they came in."""
     commands = [(frame, frame.command()) for frame in frames]
     answers = {
         (frame.connection, cmd.opaque): cmd
@@ -297,7 +299,6 @@ def _held_to_javas_checks(frames: list[Frame], topic: str, serializations: set[s
         for frame, cmd in commands
         if frame.to_server and not cmd.is_response and cmd.code == RequestCode.CHECK_CLIENT_CONFIG
     ]
-    assert {cmd.serialize_type.name for _, cmd in checks} == serializations, [c for _, c in checks]
     for frame, cmd in checks:
         assert cmd.encode() == frame.data
         # Body only, no header: at most 5.x's lite pull consumer's stream marker (enableStreamRequestType)
@@ -314,7 +315,7 @@ def _held_to_javas_checks(frames: list[Frame], topic: str, serializations: set[s
         assert ours.encode() == frame.data, "the project's CHECK_CLIENT_CONFIG differs from Java's"
         answer = answers.get((frame.connection, cmd.opaque))
         assert answer is not None and answer.code == ResponseCode.SUCCESS, answer
-    return len(checks)
+    return {cmd.serialize_type.name for _, cmd in checks}
 
 
 async def _java_runs(
@@ -327,6 +328,17 @@ async def _java_runs(
     ports = {_port(cluster.namesrv): "namesrv"} | {_port(b.addr): b.name for b in cluster.brokers}
     tap = WireTap(ports).start() if unavailable_reason() is None else None
     sql = ["--sql", SUBSCRIBED_SQL]
+
+    def lite_pull() -> PeerResult:
+        return json_client.pull_consume(
+            cluster.namesrv,
+            unique_name("SqlJavaPull"),
+            topic,
+            count=subscribed,
+            extra=sql,
+            timeout=JAVA_TIMEOUT_S,
+        )
+
     try:
         selected, pulled, pushed = await asyncio.gather(
             asyncio.to_thread(
@@ -337,15 +349,7 @@ async def _java_runs(
                 group=unique_name("SqlJavaSelect"),
                 timeout=JAVA_TIMEOUT_S,
             ),
-            asyncio.to_thread(
-                json_client.pull_consume,
-                cluster.namesrv,
-                unique_name("SqlJavaPull"),
-                topic,
-                count=subscribed,
-                extra=sql,
-                timeout=JAVA_TIMEOUT_S,
-            ),
+            asyncio.to_thread(lite_pull),
             asyncio.to_thread(
                 rocketmq_client.push_consume,
                 cluster.namesrv,
@@ -363,7 +367,18 @@ async def _java_runs(
     sets = _java_sets(selected.of("message"), len(cases))
     assert [e["count"] for e in selected.of("selected")] == [len(s) for s in sets]
     if tap is not None:
-        assert _held_to_javas_checks(frames, topic, {"JSON", "ROCKETMQ"}) >= 2
+        seen = _held_to_javas_checks(frames, topic)
+        if "JSON" not in seen:
+            # Java sends its check only to a broker its route already names: a lite pull consumer whose
+            # route request timed out on a loaded machine starts without one. A second one, captured too.
+            tap = WireTap(ports).start()
+            try:
+                again = await asyncio.to_thread(lite_pull)
+            finally:
+                frames = await asyncio.to_thread(tap.stop, 0.5)
+            assert again.ok, again.describe()
+            seen |= _held_to_javas_checks(frames, topic)
+        assert seen == {"JSON", "ROCKETMQ"}, seen
     return (
         sets,
         sorted(int(e["properties"]["seq"]) for e in pulled.of("message")),
