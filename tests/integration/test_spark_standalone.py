@@ -8,7 +8,10 @@ printed: the sink's promise is at-least-once, ``docs/spark.md``).
 
 One cluster and one driver for the module (JVM starts are the cost). All of the module goes to the xdist
 group of the Apache 5.5.0 cluster (``XDIST_GROUP``), which only the matrix shares, so the standalone cluster
-starts once and Apache's servers are not started a second time for it.
+starts once and Apache's servers are not started a second time for it. The project's servers are a
+dedicated cluster of the module's own, not the shared ``cluster`` fixture's: a session fixture switched to
+another parameter tears its current cluster down first, so the shared 5.5.0 cluster would have been stopped
+and started again for the matrix (a minute of CI on a loaded machine).
 """
 
 from __future__ import annotations
@@ -27,7 +30,7 @@ import pytest
 from admin import Admin
 from producer import Message, Producer
 from spark_connector.testing import spark_unavailable_reason
-from tests.integration.clusters.fixture import PROVIDERS, skip_or_fail
+from tests.integration.clusters.fixture import PROVIDERS, dedicated_cluster, skip_or_fail
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.processes import is_gone
 from tests.integration.clusters.readback import read_topic
@@ -45,8 +48,7 @@ pytestmark = [pytest.mark.integration]
 log = logging.getLogger("tests.spark_standalone")
 
 XDIST_GROUP = "cluster:binaries-5.5.0"
-SETUPS = [s for s in PROVIDERS if s.id in ("python", "binaries-5.5.0")]
-KILL_SETUPS = [s for s in SETUPS if s.id == "python"]
+APACHE_SETUPS = [s for s in PROVIDERS if s.id == "binaries-5.5.0"]
 
 BATCH_ROWS = 400
 #: The streaming run: input sent at a steady pace (and this many after the kill), read at most this many
@@ -69,10 +71,27 @@ def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Stand
         yield cluster, driver
 
 
-@pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True)
-def test_batch_write_and_read_on_two_executor_processes(
+@pytest.fixture(scope="module")
+def project_servers() -> Iterator[Cluster]:
+    """The project's NameServer and Broker, for this module alone (see the module's docstring)."""
+    with dedicated_cluster("python") as (cluster, _launch, _spec):
+        yield cluster
+
+
+@pytest.mark.parametrize("cluster", APACHE_SETUPS, ids=[s.id for s in APACHE_SETUPS], indirect=True)
+def test_batch_write_and_read_on_apaches_servers(
     cluster: Cluster, standalone: tuple[StandaloneCluster, SparkDriver]
 ) -> None:
+    _batch_write_and_read(cluster, standalone)
+
+
+def test_batch_write_and_read_on_the_projects_servers(
+    project_servers: Cluster, standalone: tuple[StandaloneCluster, SparkDriver]
+) -> None:
+    _batch_write_and_read(project_servers, standalone)
+
+
+def _batch_write_and_read(cluster: Cluster, standalone: tuple[StandaloneCluster, SparkDriver]) -> None:
     """Tasks run in Python workers under the workers' executor JVMs (every live worker's), none under the
     driver; a write of generated rows reaches the brokers whole (read back by the project's consumer) and
     a read through the source returns exactly those rows, one partition per queue."""
@@ -158,9 +177,8 @@ async def _stored(namesrv: str, topic: str) -> int:
         return (await admin.topic_status(topic)).total_messages
 
 
-@pytest.mark.parametrize("cluster", KILL_SETUPS, ids=[s.id for s in KILL_SETUPS], indirect=True)
 def test_streaming_query_survives_kill_9_of_a_worker(
-    cluster: Cluster, standalone: tuple[StandaloneCluster, SparkDriver], tmp_path: Path
+    project_servers: Cluster, standalone: tuple[StandaloneCluster, SparkDriver], tmp_path: Path
 ) -> None:
     """A query reading one topic and writing a transform of each row to another, with a checkpoint, while
     input arrives at a steady pace: once it has committed micro-batches, one worker (its JVM, its executor
@@ -168,6 +186,7 @@ def test_streaming_query_survives_kill_9_of_a_worker(
     (Spark runs the lost tasks on the other executor; a query that gives up is restarted from its
     checkpoint) until the output topic holds every input at least once; duplicates are counted and
     printed, as the sink promises no more than at-least-once."""
+    cluster = project_servers
     spark_cluster, driver = standalone
     source, sink = asyncio.run(_two_topics(cluster))
     feeder = Feeder(cluster.namesrv, source, SEND_PER_SECOND).start()
