@@ -11,7 +11,6 @@ import asyncio
 import contextlib
 import logging
 import multiprocessing
-import os
 import sys
 import tempfile
 import time
@@ -24,12 +23,8 @@ log = logging.getLogger("benchmarks.clusters")
 @contextlib.contextmanager
 def provider_cluster(provider_id: str) -> Iterator[object]:
     """The running :class:`tests.integration.clusters.model.Cluster` of set-up ``provider_id``; exits the
-    program with the reason when that set-up cannot run here. Apache's servers get the JVM's default JIT
-    tiers, not the tests' C1 only: a benchmark measures them at their best."""
-    from tests.integration.apache import jvm
+    program with the reason when that set-up cannot run here."""
     from tests.integration.clusters.providers import provider_specs, start_cluster
-
-    os.environ[jvm.FULL_JIT_ENV] = "1"
 
     specs = {spec.id: spec for spec in provider_specs()}
     spec = specs.get(provider_id)

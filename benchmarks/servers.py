@@ -1060,8 +1060,6 @@ def parse_args() -> argparse.Namespace:
 def main() -> None:
     args = parse_args()
     logging.basicConfig(level=logging.WARNING)
-    # Apache's servers at their best: the JVM's default JIT tiers, not the tests' C1 only.
-    os.environ[jvm.FULL_JIT_ENV] = "1"
     release = pick_release(args.release)
     release5 = pick_release(args.release5)
     fives = [name for name in ("timer", "pop") if name in args.loads]

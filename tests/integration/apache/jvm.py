@@ -116,19 +116,9 @@ def rocketmq_home(folder: Path) -> Path:
     return folder
 
 
-#: The servers' JIT in the tests: C1 only. A test's broker lives for minutes of light, varied traffic, where
-#: C2's compilations cost more CPU than their code saves, and on a 2-core machine every JVM's compiler
-#: threads take from the tests. ``FULL_JIT_ENV=1`` (set by ``benchmarks/servers.py``, which compares Apache's
-#: servers at their best) leaves the JVM's default tiers.
-TEST_SERVER_JIT = ("-XX:TieredStopAtLevel=1",)
-FULL_JIT_ENV = "RMQ_APACHE_FULL_JIT"
-
-
 def server_options(kind: Kind) -> tuple[str, ...]:
     """Options a server of ``kind`` gets beside its heap (none for a tool)."""
-    if kind == "tool":
-        return ()
-    return PLAIN_SERVER if os.environ.get(FULL_JIT_ENV) == "1" else (*PLAIN_SERVER, *TEST_SERVER_JIT)
+    return PLAIN_SERVER if kind != "tool" else ()
 
 
 def java_options(kind: Kind, user_home: Path, home: Path | None = None) -> list[str]:
