@@ -134,16 +134,21 @@ class RemoteBrokerOffsetStore(_MemoryTable):
     async def persist_all(self, queues: Iterable[MessageQueue], *, oneway: bool = True) -> None:
         """Commit the offsets of ``queues`` (Java: oneway, on its timer); forget queues no longer owned."""
         owned = set(queues)
-        table = self.snapshot()
-        for queue, offset in table.items():
+        for queue in list(self.snapshot()):
             if queue not in owned:
                 self.remove(queue)
                 continue
             try:
                 addr = await self._locate(queue)
+                # Read now, not from a copy taken before the round's awaits: a queue the broker moved
+                # (offset out of range, or a 5.x reset) meanwhile has had its corrected offset committed,
+                # and a stale value sent after it would undo the correction.
+                offset = self.memory(queue)
+                if offset is None:
+                    continue
                 await self._api.update_offset(addr, self._group, queue, offset, oneway=oneway)
             except (ConsumerError, RemotingError) as exc:
-                logger.warning("committing offset %d of %s failed: %s", offset, queue, exc)
+                logger.warning("committing the offset of %s failed: %s", queue, exc)
 
 
 def default_local_offset_dir() -> Path:

@@ -3,6 +3,7 @@ new queue starts (committed offset, else ``consume_from``)."""
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -203,3 +204,41 @@ def test_consume_from_names_and_times() -> None:
     assert timestamp_ms("2024-05-06T07:08:09+00:00") == 1714979289000
     with pytest.raises(ValueError, match="not a time"):
         timestamp_ms("yesterday")
+
+
+class _PausingApi:
+    """A broker API whose first commit waits until released: a periodic commit round caught mid-way."""
+
+    def __init__(self) -> None:
+        self.sent: list[tuple[MessageQueue, int]] = []
+        self.first_sent = asyncio.Event()
+        self.release = asyncio.Event()
+
+    async def update_offset(
+        self, addr: str, group: str, queue: MessageQueue, offset: int, *, oneway: bool
+    ) -> None:
+        self.sent.append((queue, offset))
+        if len(self.sent) == 1:
+            self.first_sent.set()
+            await self.release.wait()
+
+
+async def test_a_commit_round_sends_what_memory_holds_when_it_reaches_each_queue() -> None:
+    """A queue moved by the broker while a round is under way (its corrected offset frozen and committed, or
+    the queue dropped) is not sent the offset the round started with: that would undo the correction."""
+    api = _PausingApi()
+
+    async def locate(queue: MessageQueue) -> str:
+        return "broker-a:10911"
+
+    store = RemoteBrokerOffsetStore(api, "G", locate)  # type: ignore[arg-type]
+    q2 = MessageQueue(topic="T", broker_name="broker-a", queue_id=2)
+    for queue in (Q0, Q1, q2):
+        store.update(queue, 2, increase_only=False)
+    round_ = asyncio.create_task(store.persist_all([Q0, Q1, q2]))
+    await api.first_sent.wait()
+    store.update_and_freeze(Q1, 0)  # the broker said "continue at 0"
+    store.remove(q2)  # given up by a rebalance
+    api.release.set()
+    await round_
+    assert api.sent == [(Q0, 2), (Q1, 0)]
