@@ -7,11 +7,13 @@ executor, and the output topic must hold every input message at least once (dupl
 printed: the sink's promise is at-least-once, ``docs/spark.md``).
 
 One cluster and one driver for the module (JVM starts are the cost). All of the module goes to the xdist
-group of the Apache 5.5.0 cluster (``XDIST_GROUP``), which only the matrix shares, so the standalone cluster
-starts once and Apache's servers are not started a second time for it. The project's servers are a
-dedicated cluster of the module's own, not the shared ``cluster`` fixture's: a session fixture switched to
-another parameter tears its current cluster down first, so the shared 5.5.0 cluster would have been stopped
-and started again for the matrix (a minute of CI on a loaded machine).
+group of the Apache 5.5.0 cluster (``XDIST_GROUP``), so Apache's servers are not started a second time for
+it. In that group pytest runs the test on the shared 5.5.0 cluster beside that cluster's other tests, and
+this module's other tests later, so the standalone cluster is a session fixture: as a module fixture it
+was torn down in between and started again (70 to 85 s of CI). The project's servers are a dedicated
+cluster of the module's own, not the shared ``cluster`` fixture's: a session fixture switched to another
+parameter tears its current cluster down first, so the shared 5.5.0 cluster would have been stopped and
+started again for the matrix (a minute of CI on a loaded machine).
 """
 
 from __future__ import annotations
@@ -61,7 +63,7 @@ BATCHES_BEFORE_KILL = 2
 RECOVERY_TIMEOUT_S = 90.0
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def standalone(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[StandaloneCluster, SparkDriver]]:
     missing = spark_unavailable_reason()
     if missing is not None:

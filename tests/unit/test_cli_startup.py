@@ -29,6 +29,7 @@ HEAVY = (
     "spark_connector",
     "pyspark",
     "pyarrow",
+    "pydantic",  # typer 0.29 and later parse through it (pyproject.toml's bound says why not)
     "asyncio",
     "rich.table",
     "rich.progress",
