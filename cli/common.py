@@ -55,7 +55,13 @@ AccessKey = Annotated[
 SecretKey = Annotated[str | None, typer.Option("--secret-key", envvar="RMQ_SECRET_KEY", help="ACL SecretKey")]
 TimeoutMs = Annotated[
     float,
-    typer.Option("--timeout-ms", min=1, max=params.MAX_TIMEOUT_MS, help="Timeout of each request, in ms"),
+    typer.Option(
+        "--timeout-ms",
+        min=1,
+        max=params.MAX_TIMEOUT_MS,
+        callback=params.finite,
+        help="Timeout of each request, in ms",
+    ),
 ]
 AsJson = Annotated[bool, typer.Option("--json", help="Print machine-readable JSON instead of tables")]
 

@@ -7,6 +7,7 @@ from typing import Annotated
 
 import typer
 
+from cli import params
 from cli.common import AccessKey, Namesrv, SecretKey, TimeoutMs, run_async, target
 from cli.errors import friendly
 
@@ -21,7 +22,10 @@ def exporter(
     ] = DEFAULT_PORT,
     host: Annotated[str, typer.Option("--host", help="Address to listen on")] = "0.0.0.0",
     interval: Annotated[
-        float, typer.Option("--interval", min=0.5, help="Seconds between two readings of the cluster")
+        float,
+        typer.Option(
+            "--interval", min=0.5, callback=params.finite, help="Seconds between two readings of the cluster"
+        ),
     ] = 15.0,
     concurrency: Annotated[
         int, typer.Option("--concurrency", min=1, help="Brokers read at the same time")

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 import ipaddress
 import logging
+import math
 import os
 import re
 import socket
@@ -35,6 +36,15 @@ JAVA_LONG_MAX = 2**63 - 1
 MAX_TIMEOUT_MS = 3_600_000
 #: Times are checked against the years a broker can store (epoch milliseconds of 9999-12-31T23:59:59.999Z).
 MAX_EPOCH_MS = 253_402_300_799_999
+
+
+def finite(value: float | None) -> float | None:
+    """A number option's value: typer's range checks compare, and every comparison with NaN is false, so
+    ``nan`` would pass them (typer 0.29's pydantic parsing refused it; the versions this project allows
+    do not)."""
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number")
+    return value
 
 
 def port(value: int | None) -> int | None:

@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from cli import params
 from cli.common import AccessKey, Namesrv, SecretKey, TimeoutMs, run_async, target
 from cli.errors import friendly
 
@@ -14,7 +15,8 @@ from cli.errors import friendly
 def top(
     namesrv: Namesrv = None,
     interval: Annotated[
-        float, typer.Option("--interval", min=0.5, help="Seconds between two refreshes")
+        float,
+        typer.Option("--interval", min=0.5, callback=params.finite, help="Seconds between two refreshes"),
     ] = 3.0,
     sort: Annotated[
         str, typer.Option("--sort", help="Initial order: rate, lag or name (keys r, l, n)")

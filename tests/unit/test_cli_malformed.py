@@ -99,6 +99,7 @@ CASES: list[Case] = [
     case("send-concurrency-too-high", USAGE, "--concurrency", "send T b -n {dead} --concurrency 5000"),
     case("timeout-nan", USAGE, "--timeout-ms", "route T -n {dead} --timeout-ms nan"),
     case("timeout-infinite", USAGE, "--timeout-ms", "topic list -n {dead} --timeout-ms inf"),
+    case("top-interval-nan", USAGE, "--interval", "top -n {dead} --interval nan"),
     case("write-queues-huge", USAGE, "--write-queues", f"topic create T -n {{dead}} -w {'1' * 20}"),
     case("perm-not-2-4-6", USAGE, "--perm", "topic create T -n {dead} --perm 3"),
     case("inspect-limit-negative", USAGE, "--limit", "inspect {file} --limit -1"),
