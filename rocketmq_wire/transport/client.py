@@ -182,6 +182,10 @@ class RemotingClient:
     def _connect_finished(self, addr: str, task: asyncio.Task[Connection]) -> None:
         if self._connecting.get(addr) is task:
             del self._connecting[addr]
+        # Every caller may have stopped waiting (its call timeout ran out first): the failure is then
+        # nobody's to see, and asyncio would print it as a "never retrieved" traceback when the task goes.
+        if not task.cancelled() and task.exception() is not None:
+            logger.debug("connect to %s failed: %s", addr, task.exception())
 
     async def _open(self, addr: str) -> Connection:
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import socket
 import struct
@@ -341,3 +342,30 @@ async def test_write_backpressure_still_honours_timeouts(client: RemotingClient)
         (await accepted).abort()
         deaf.close()
         await deaf.wait_closed()
+
+
+async def test_a_connect_failing_after_its_caller_gave_up_is_not_reported_as_never_retrieved(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The call timeout ran out while connecting; the connect fails later, with no caller left to see it:
+    asyncio must not print it as a "Task exception was never retrieved" traceback (rmq's stderr showed
+    one under its one error line)."""
+    loop = asyncio.get_running_loop()
+    unhandled: list[dict[str, object]] = []
+    loop.set_exception_handler(lambda _loop, context: unhandled.append(context))
+    refused = asyncio.Event()
+
+    async def slow_refusal(*args: object, **kwargs: object) -> object:
+        await asyncio.sleep(0.05)
+        refused.set()
+        raise ConnectionRefusedError(111, "Connect call failed")
+
+    monkeypatch.setattr(loop, "create_connection", slow_refusal)
+    async with RemotingClient() as client:
+        with pytest.raises(RemotingTimeoutError, match="took longer than the call timeout"):
+            await client.connection("127.0.0.1:9", timeout_ms=5)
+        await refused.wait()
+        await asyncio.sleep(0)
+    gc.collect()
+    await asyncio.sleep(0)
+    assert unhandled == []
