@@ -1,4 +1,4 @@
-"""The project's producer against every cluster: each way of sending, every message read back intact.
+"""The project's producer on one set-up of each kind: each way of sending, every message read back intact.
 
 Messages are read back with the project's PullConsumer (:mod:`tests.integration.clusters.readback`); one
 scenario checks that plain PULL_MESSAGE requests see exactly the same records, so what is checked is what
@@ -15,10 +15,18 @@ import pytest
 from producer import Message, Producer, SendStatus
 from rocketmq_wire import SerializeType
 from rocketmq_wire.message import MessageExt
+from tests.integration.clusters.fixture import representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic, read_topic_raw
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+#: The producer is the same on every set-up; these cover the servers' kinds and lines, and the
+#: compatibility matrix sends to all of them in both serializations.
+SETUPS = representative_setups()
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.usefixtures("scenario_budget"),
+    pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True),
+]
 
 SERIALIZATIONS = [SerializeType.JSON, SerializeType.ROCKETMQ]
 

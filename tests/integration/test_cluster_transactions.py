@@ -1,4 +1,5 @@
-"""Transactional messages against every cluster: commit, rollback, and a verdict given when the broker asks.
+"""Transactional messages on one set-up of each kind: commit, rollback, and a verdict given when the broker
+asks.
 
 Every broker is configured to check half messages older than 1 s every second (``transactionTimeOut`` and
 ``transactionCheckInterval`` in :mod:`tests.integration.clusters.configs`), so a check-back comes within
@@ -14,10 +15,18 @@ import pytest
 from producer import LocalTransactionState, Message, SendStatus, TransactionProducer
 from rocketmq_wire import SerializeType
 from rocketmq_wire.message import MessageExt
+from tests.integration.clusters.fixture import representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
 
-pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("scenario_budget")]
+#: Transactions on the servers' kinds and lines (4.9 and 5.x, ours, both in one cluster); the other
+#: set-ups add only other NameServer pairings, which the compatibility matrix meets.
+SETUPS = representative_setups()
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.usefixtures("scenario_budget"),
+    pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True),
+]
 
 SERIALIZATIONS = [SerializeType.JSON, SerializeType.ROCKETMQ]
 
