@@ -210,12 +210,15 @@ class ManagedProcess:
         """The first match of ``pattern`` in the process's output (or in the files ``also``), polled until
         ``deadline``; raises :class:`StartupError` when the process exits first or time runs out."""
         while True:
+            self.track_group()
+            # Whether it had exited is settled before its output is read: a process that prints and exits
+            # between the read and the check would otherwise be taken for one that never printed.
+            gone = self.exited()
             for text in [self.log_text(), *(p.read_text("utf-8", "replace") for p in also if p.exists())]:
                 found = pattern.search(text)
                 if found:
                     return found
-            self.track_group()
-            if self.exited():
+            if gone:
                 raise StartupError(
                     f"{self.name} exited before printing {pattern.pattern!r}: {self.describe()}"
                 )
