@@ -184,8 +184,9 @@ class RemotingClient:
             del self._connecting[addr]
         # Every caller may have stopped waiting (its call timeout ran out first): the failure is then
         # nobody's to see, and asyncio would print it as a "never retrieved" traceback when the task goes.
-        if not task.cancelled() and task.exception() is not None:
-            logger.debug("connect to %s failed: %s", addr, task.exception())
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            logger.debug("connect to %s failed: %s", addr, failure)
 
     async def _open(self, addr: str) -> Connection:
         try:

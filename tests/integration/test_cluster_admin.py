@@ -18,18 +18,17 @@ from consumer.testing import Received
 from producer import Message, Producer
 from rocketmq_wire.bodies.route import TopicRouteData
 from rocketmq_wire.message import MessageExt
-from tests.integration.clusters.fixture import representative_setups
+from tests.integration.clusters.fixture import on_representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.probe import eventually
 from tests.integration.clusters.topics import create_on_every_broker
 
 #: Admin's requests are the same on every set-up; what varies is how the servers answer (theirs,
 #: ours, both kinds in one cluster), which these set-ups cover; the compatibility matrix meets all of them.
-SETUPS = representative_setups()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.usefixtures("scenario_budget"),
-    pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True),
+    on_representative_setups(),
 ]
 
 CONVERGE_S = 10.0

@@ -13,17 +13,16 @@ from pathlib import Path
 
 import pytest
 
-from tests.integration.clusters.fixture import representative_setups
+from tests.integration.clusters.fixture import on_representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
 
 #: The official client's script on the servers' kinds and lines; the other set-ups differ only in
 #: NameServer pairings, which the compatibility matrix meets.
-SETUPS = representative_setups()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.usefixtures("scenario_budget"),
-    pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True),
+    on_representative_setups(),
 ]
 
 OFFICIAL_SCRIPT = textwrap.dedent(

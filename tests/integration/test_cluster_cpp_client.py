@@ -9,7 +9,7 @@ import asyncio
 import pytest
 
 from producer import Message, Producer, SendStatus
-from tests.integration.clusters.fixture import representative_setups
+from tests.integration.clusters.fixture import on_representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import ReadBackError, read_topic, read_topic_raw
 from tests.integration.clusters.topics import create_on_every_broker
@@ -17,11 +17,10 @@ from tests.integration.cpp_peer import runner
 
 #: The C++ client on the servers' kinds and lines; its sends and consumption on every other set-up
 #: are the compatibility matrix's C++ column.
-SETUPS = representative_setups()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.usefixtures("scenario_budget"),
-    pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True),
+    on_representative_setups(),
 ]
 
 PEER_TIMEOUT_S = 20.0

@@ -15,17 +15,16 @@ import pytest
 from producer import Message, Producer, SendStatus
 from rocketmq_wire import SerializeType
 from rocketmq_wire.message import MessageExt
-from tests.integration.clusters.fixture import representative_setups
+from tests.integration.clusters.fixture import on_representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic, read_topic_raw
 
 #: The producer is the same on every set-up; these cover the servers' kinds and lines, and the
 #: compatibility matrix sends to all of them in both serializations.
-SETUPS = representative_setups()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.usefixtures("scenario_budget"),
-    pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True),
+    on_representative_setups(),
 ]
 
 SERIALIZATIONS = [SerializeType.JSON, SerializeType.ROCKETMQ]

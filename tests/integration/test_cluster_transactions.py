@@ -15,17 +15,16 @@ import pytest
 from producer import LocalTransactionState, Message, SendStatus, TransactionProducer
 from rocketmq_wire import SerializeType
 from rocketmq_wire.message import MessageExt
-from tests.integration.clusters.fixture import representative_setups
+from tests.integration.clusters.fixture import on_representative_setups
 from tests.integration.clusters.model import Cluster, unique_name
 from tests.integration.clusters.readback import read_topic
 
 #: Transactions on the servers' kinds and lines (4.9 and 5.x, ours, both in one cluster); the other
 #: set-ups add only other NameServer pairings, which the compatibility matrix meets.
-SETUPS = representative_setups()
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.usefixtures("scenario_budget"),
-    pytest.mark.parametrize("cluster", SETUPS, ids=[s.id for s in SETUPS], indirect=True),
+    on_representative_setups(),
 ]
 
 SERIALIZATIONS = [SerializeType.JSON, SerializeType.ROCKETMQ]

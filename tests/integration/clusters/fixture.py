@@ -45,6 +45,13 @@ def representative_setups(*extra: str) -> list[ProviderSpec]:
     return [s for s in PROVIDERS if s.id in wanted]
 
 
+def on_representative_setups(*extra: str) -> pytest.MarkDecorator:
+    """Runs a test (or, in ``pytestmark``, a module) on the shared ``cluster`` of each
+    :func:`representative_setups` set-up instead of every provider's."""
+    setups = representative_setups(*extra)
+    return pytest.mark.parametrize("cluster", setups, ids=[s.id for s in setups], indirect=True)
+
+
 #: Folders kept for a look after failures, and how long each provider took to start (for the summary).
 KEPT_LOGS: list[Path] = []
 START_TIMES: dict[str, float] = {}
