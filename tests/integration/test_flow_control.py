@@ -15,6 +15,7 @@ import asyncio
 import collections
 import logging
 import os
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -158,6 +159,7 @@ def test_spark_write_of_100k_rows_read_by_apaches_consumer(
     java = java_client(release)
     topic = asyncio.run(create_on_every_broker(cluster, "FlowSpark", queues=8))
     summary_path = tmp_path / "summary.jsonl"
+    started = time.monotonic()
     frame = spark.range(SPARK_ROWS).selectExpr("format_string('spark %06d', id) AS body")
     frame.repartition(SPARK_PARTITIONS).write.format("rocketmq").option("namesrv", cluster.namesrv).option(
         "topic", topic
@@ -168,8 +170,9 @@ def test_spark_write_of_100k_rows_read_by_apaches_consumer(
     assert (summary.tasks, summary.rows) == (SPARK_PARTITIONS, SPARK_ROWS)
     assert summary.busy_answers > 0, "the broker never answered busy: flow control was not provoked"
     log.info(
-        "%s: Spark write saw %d busy answer(s), %d resend(s), smallest window %d",
+        "%s: Spark write took %.1f s, saw %d busy answer(s), %d resend(s), smallest window %d",
         cluster.provider,
+        time.monotonic() - started,
         summary.busy_answers,
         summary.resends,
         summary.smallest_window,
@@ -178,5 +181,6 @@ def test_spark_write_of_100k_rows_read_by_apaches_consumer(
     result = java.pull_consume(
         cluster.namesrv, unique_name("FlowJavaCg"), topic, count=SPARK_ROWS, timeout=READ_BACK_S
     )
+    log.info("%s: Apache's consumer read %d messages in %.1f s", cluster.provider, SPARK_ROWS, result.elapsed_s)
     expected = [f"spark {i:06d}".encode() for i in range(SPARK_ROWS)]
     assert_each_once([m.body for m in result.messages()], expected, "Apache's Java consumer")
