@@ -178,6 +178,7 @@ final class Consume {
             Peer.clientError(e, null);
             return Peer.finish(o, shutdown, started, Peer.EXIT_CLIENT_ERROR);
         }
+        TraceWatch traces = TraceWatch.attach(consumer.getTraceDispatcher());
         Peer.out.emit("ready", Json.obj().with("role", "push-consumer").with("group", o.get("group"))
             .with("topic", o.get("topic")).with("pid", Peer.pid()));
         Peer.PROGRESS.stage = "consume";
@@ -196,7 +197,7 @@ final class Consume {
             Peer.out.emit("timeout", Json.obj().with("after_s", timeout).with("stage", "consume")
                 .with("count", Peer.PROGRESS.count.get()).with("expected", expected));
         }
-        Peer.awaitTraces(o);
+        Peer.awaitTraces(o, traces);
         return Peer.finish(o, shutdown, started, complete ? Peer.EXIT_OK : Peer.EXIT_TIMEOUT);
     }
 

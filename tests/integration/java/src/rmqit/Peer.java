@@ -412,25 +412,20 @@ public final class Peer {
         }
     }
 
-    /** Shuts the client down (within {@code --shutdown-timeout}) and prints the {@code done} line. */
     /** Whether {@code --trace} asks for message trace (the client's own enableMsgTrace). */
     static boolean traced(Options o) {
         return o.has("trace") && o.flagged("trace");
     }
 
-    /**
-     * The trace dispatcher sends its records in the background (5.x gathers them for about 3 s first); a run
-     * with {@code --trace} waits a little before shutting down so that the last records leave the process.
-     */
-    static void awaitTraces(Options o) throws InterruptedException {
-        if (traced(o)) {
+    /** With {@code --trace}, waits until {@code watch} says the client's trace records left the process. */
+    static void awaitTraces(Options o, TraceWatch watch) throws InterruptedException {
+        if (traced(o) && watch != null) {
             PROGRESS.stage = "trace-flush";
-            Thread.sleep(TRACE_FLUSH_MILLIS);
+            watch.await();
         }
     }
 
-    static final long TRACE_FLUSH_MILLIS = 8000;
-
+    /** Shuts the client down (within {@code --shutdown-timeout}) and prints the {@code done} line. */
     static int finish(Options o, Runnable shutdown, long startedNanos, int code) throws Options.UsageError {
         PROGRESS.stage = "shutdown";
         double allowance = o.seconds("shutdown-timeout");

@@ -198,6 +198,7 @@ final class Send {
             Peer.clientError(e, null);
             return Peer.finish(o, shutdown, startedNanos, Peer.EXIT_CLIENT_ERROR);
         }
+        TraceWatch traces = TraceWatch.attach(producer.getTraceDispatcher());
         Peer.out.emit("ready", Json.obj().with("role", "producer").with("group", o.get("group"))
             .with("namesrv", o.get("namesrv")).with("pid", Peer.pid()));
         int code;
@@ -222,7 +223,7 @@ final class Send {
                 Thread.sleep((long) (linger * 1000));
             }
         }
-        Peer.awaitTraces(o);
+        Peer.awaitTraces(o, traces);
         return Peer.finish(o, shutdown, startedNanos, code);
     }
 
