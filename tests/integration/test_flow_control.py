@@ -181,6 +181,8 @@ def test_spark_write_of_100k_rows_read_by_apaches_consumer(
     result = java.pull_consume(
         cluster.namesrv, unique_name("FlowJavaCg"), topic, count=SPARK_ROWS, timeout=READ_BACK_S
     )
-    log.info("%s: Apache's consumer read %d messages in %.1f s", cluster.provider, SPARK_ROWS, result.elapsed_s)
+    log.info(
+        "%s: Apache's consumer read %d messages in %.1f s", cluster.provider, SPARK_ROWS, result.elapsed_s
+    )
     expected = [f"spark {i:06d}".encode() for i in range(SPARK_ROWS)]
     assert_each_once([m.body for m in result.messages()], expected, "Apache's Java consumer")
