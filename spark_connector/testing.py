@@ -205,15 +205,18 @@ def cluster_spark(master_url: str, app_name: str = "rocketmq-connector", **confi
 
 
 def _session(master: str, app_name: str, config: Mapping[str, str]) -> Any:
-    """The settings both kinds of session need: Python workers on this interpreter, the connector preloaded
-    and registered, the driver on loopback (tests and benchmarks never reach it from elsewhere), no UI."""
+    """The settings both kinds of session need: Python workers on this interpreter, importing pyspark with
+    its bytecode (:mod:`spark_connector.spark_home`), the connector preloaded and registered, the driver on
+    loopback (tests and benchmarks never reach it from elsewhere), no UI."""
     import os
     import sys
 
     from pyspark.sql import SparkSession
 
     from spark_connector.source import register
+    from spark_connector.spark_home import use_spark_home_for_workers
 
+    use_spark_home_for_workers()
     os.environ["PYSPARK_PYTHON"] = sys.executable
     os.environ["PYSPARK_DRIVER_PYTHON"] = sys.executable
     builder = SparkSession.builder.master(master).appName(app_name)

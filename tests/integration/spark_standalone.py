@@ -57,10 +57,11 @@ COMMAND_TIMEOUT_S = 180.0
 
 
 def spark_home() -> Path:
-    """The pyspark package's folder, which holds ``bin/spark-class`` and ``jars/``."""
-    import pyspark
+    """The pyspark package's scripts and jars, without the bundled pyspark sources its executors' Python
+    workers would otherwise import (:mod:`spark_connector.spark_home`)."""
+    from spark_connector.spark_home import spark_home_for_workers
 
-    return Path(pyspark.__file__).resolve().parent
+    return spark_home_for_workers()
 
 
 class StandaloneCluster:
