@@ -1,6 +1,7 @@
 package rmqit;
 
 import java.lang.reflect.Method;
+import java.util.Collection;
 import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
@@ -18,6 +19,7 @@ import org.apache.rocketmq.client.consumer.listener.MessageListenerConcurrently;
 import org.apache.rocketmq.client.consumer.listener.MessageListenerOrderly;
 import org.apache.rocketmq.client.consumer.rebalance.AllocateMessageQueueAveragely;
 import org.apache.rocketmq.client.exception.MQClientException;
+import org.apache.rocketmq.client.impl.factory.MQClientInstance;
 import org.apache.rocketmq.common.consumer.ConsumeFromWhere;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
@@ -179,6 +181,7 @@ final class Consume {
             return Peer.finish(o, shutdown, started, Peer.EXIT_CLIENT_ERROR);
         }
         TraceWatch traces = TraceWatch.attach(consumer.getTraceDispatcher());
+        heardByBrokers(consumer, o.get("topic"));
         Peer.out.emit("ready", Json.obj().with("role", "push-consumer").with("group", o.get("group"))
             .with("topic", o.get("topic")).with("pid", Peer.pid()));
         Peer.PROGRESS.stage = "consume";
@@ -199,6 +202,22 @@ final class Consume {
         }
         Peer.awaitTraces(o, traces);
         return Peer.finish(o, shutdown, started, complete ? Peer.EXIT_OK : Peer.EXIT_TIMEOUT);
+    }
+
+    /**
+     * Once the brokers of {@code topic} have the consumer's heartbeat, rebalances at once (see
+     * {@link Heartbeats}); a topic without a route is left to the consumer to report.
+     */
+    private static void heardByBrokers(DefaultMQPushConsumer consumer, String topic) throws InterruptedException {
+        MQClientInstance factory = consumer.getDefaultMQPushConsumerImpl().getRebalanceImpl().getmQClientFactory();
+        Collection<MessageQueue> queues;
+        try {
+            queues = consumer.fetchSubscribeMessageQueues(topic);
+        } catch (MQClientException e) {
+            return;
+        }
+        Heartbeats.untilBrokersAnswered(factory, queues);
+        factory.rebalanceImmediately();
     }
 
     /** Prints one delivery; returns whether it is acknowledged (false for the first --fail-first ones). */

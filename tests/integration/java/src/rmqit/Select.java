@@ -7,9 +7,7 @@ import org.apache.rocketmq.client.consumer.DefaultMQPullConsumer;
 import org.apache.rocketmq.client.consumer.MessageSelector;
 import org.apache.rocketmq.client.consumer.PullResult;
 import org.apache.rocketmq.client.consumer.PullStatus;
-import org.apache.rocketmq.client.impl.FindBrokerResult;
 import org.apache.rocketmq.client.impl.factory.MQClientInstance;
-import org.apache.rocketmq.common.MixAll;
 import org.apache.rocketmq.common.message.MessageExt;
 import org.apache.rocketmq.common.message.MessageQueue;
 
@@ -55,7 +53,10 @@ final class Select {
             consumer.start();
             List<MessageQueue> queues = new ArrayList<MessageQueue>(consumer.fetchSubscribeMessageQueues(o.get("topic")));
             Collections.sort(queues);
-            learnBrokerVersions(consumer, o.get("topic"), queues);
+            MQClientInstance factory =
+                consumer.getDefaultMQPullConsumerImpl().getRebalanceImpl().getmQClientFactory();
+            factory.updateTopicRouteInfoFromNameServer(o.get("topic"));
+            Heartbeats.untilBrokersAnswered(factory, queues);
             Peer.PROGRESS.stage = "select";
             for (int i = 0; i < expressions.size(); i++) {
                 current = i;
@@ -77,33 +78,6 @@ final class Select {
             return Peer.finish(o, shutdown, started, Peer.EXIT_CLIENT_ERROR);
         }
         return Peer.finish(o, shutdown, started, Peer.EXIT_OK);
-    }
-
-    /**
-     * Heartbeats until the client knows the version of every broker behind {@code queues}.
-     *
-     * <p>The client refuses a non-tag pull to a broker whose version it has not learnt (0 reads as "older than
-     * 4.1"), and it learns versions only from heartbeat answers, which a pull consumer first sends a second after
-     * start. A single explicit heartbeat is not enough: it is skipped, not queued, while that scheduled one holds
-     * the heartbeat lock, and the scheduled one may have gone out before the route named any broker. So ask
-     * again until each broker answered; past the deadline the pull itself reports what is missing.
-     */
-    private static void learnBrokerVersions(DefaultMQPullConsumer consumer, String topic, List<MessageQueue> queues)
-        throws Exception {
-        MQClientInstance factory = consumer.getDefaultMQPullConsumerImpl().getRebalanceImpl().getmQClientFactory();
-        factory.updateTopicRouteInfoFromNameServer(topic);
-        long deadline = System.nanoTime() + 10_000_000_000L;
-        for (MessageQueue queue : queues) {
-            while (true) {
-                FindBrokerResult found =
-                    factory.findBrokerAddressInSubscribe(queue.getBrokerName(), MixAll.MASTER_ID, false);
-                if (found != null && found.getBrokerVersion() > 0 || System.nanoTime() > deadline) {
-                    break;
-                }
-                factory.sendHeartbeatToAllBrokerWithLock();
-                Thread.sleep(50);
-            }
-        }
     }
 
     /** Pulls {@code queue} from its first to its last offset with {@code selector}; how many messages came. */
