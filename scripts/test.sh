@@ -57,9 +57,8 @@ done
 # The slowest tests are listed at the end: CI must stay short, and this says where its time goes.
 # A test the C++ client failed through its own lock contention (PeerClientContention, never a server's
 # doing) runs once more; every other failure counts at once.
-# Three worker processes (pytest-xdist; RMQ_TEST_WORKERS to change, 0 for none): integration tests mostly
-# wait on other processes (two workers left a 2-core machine a fifth idle; three ran the suite in 0.89 of the
-# time), and tests/conftest.py keeps each provider's cluster and each module's servers on one worker, so
-# nothing expensive starts twice.
+# Two worker processes (pytest-xdist; RMQ_TEST_WORKERS to change, 0 for none): integration tests mostly wait
+# on other processes, and tests/conftest.py keeps each provider's cluster and each module's servers on one
+# worker, so nothing expensive starts twice.
 .venv/bin/pytest -q -p no:cacheprovider --durations=25 --reruns 1 --only-rerun "^PeerClientContention:" \
-    -n "${RMQ_TEST_WORKERS:-3}" --dist loadgroup "$@"
+    -n "${RMQ_TEST_WORKERS:-2}" --dist loadgroup "$@"

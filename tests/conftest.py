@@ -1,9 +1,9 @@
 """Fixtures and hooks for the whole suite: how tests are shared out between pytest-xdist workers.
 
-``scripts/test.sh`` runs the suite in three worker processes (``-n 3 --dist loadgroup``): most of an
+``scripts/test.sh`` runs the suite in two worker processes (``-n 2 --dist loadgroup``): most of an
 integration test's time is spent waiting on other processes (JVMs starting, brokers registering, consumers
-rebalancing), so more workers than cores fill the idle time. Each worker is its own pytest session with its
-own session fixtures, so the unit of work handed to a worker must keep expensive fixtures set up once:
+rebalancing), so a second worker fills the idle core. Each worker is its own pytest session with its own
+session fixtures, so the unit of work handed to a worker must keep expensive fixtures set up once:
 
 * a test on the shared ``cluster`` fixture goes with every other test of that provider (a worker starts
   each provider's servers at most once, and runs one provider's tests back to back);
