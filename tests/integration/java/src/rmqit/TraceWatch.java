@@ -40,8 +40,8 @@ final class TraceWatch implements SendMessageHook {
 
     /**
      * A watch on {@code dispatcher}'s producer, or null when the client traces nothing (no dispatcher). Called
-     * once the client started: 5.x makes its dispatcher in {@code start()}, 4.9.8 in the constructor. A record
-     * sent before the watch began only makes the wait longer (nothing answered yet means the full limit).
+     * once the client started: 5.x makes its dispatcher in {@code start()}, 4.9.8 in the constructor. A trace
+     * send begun before the watch is not counted as begun; the quiet period after the last answer covers it.
      */
     static TraceWatch attach(TraceDispatcher dispatcher) {
         if (!(dispatcher instanceof AsyncTraceDispatcher)) {
